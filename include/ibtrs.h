@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ibtrs.h - public API of libibtrs, a user-space implementation of the IBTRS
+ * transport (RTRS in mainline Linux).
+ *
+ * A client opens a session to a server over one or more paths. Each request
+ * reserves a tag, which reserves one server chunk; the data of a WRITE is
+ * placed into that chunk, the answer of a READ is placed into the client's
+ * buffers. The server application sees every request through one callback
+ * and answers it with ibtrs_srv_resp_rdma().
+ *
+ * The functions, types and enums of the IBTRS public header keep their names,
+ * argument order and meaning here, in user-space types:
+ *   struct kvec                         -> struct iovec
+ *   struct scatterlist *, sg_cnt        -> const struct iovec *, sg_cnt
+ *   u8/u16/s16/u32                      -> <stdint.h> types
+ * Calls returning int return 0 or a negative errno. Calls returning a pointer
+ * return NULL and set errno.
+ *
+ * Error codes with a fixed meaning:
+ *   -EAGAIN        no free tag (IBTRS_TAG_NOWAIT)
+ *   -ENOTCONN      no connected path
+ *   -ECONNABORTED  request lost: its path died or the session was closed
+ *   -ETIMEDOUT     an operation did not finish in time
+ *   -EMSGSIZE      data or user message longer than the session allows
+ *   -EPROTO        malformed message from the peer
+ *   -EOPNOTSUPP    the backend lacks the operation
+ *
+ * Everything after the "Extensions" banner goes beyond the IBTRS header.
+ */
+#ifndef IBTRS_H
+#define IBTRS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library builds with hidden symbols; its API is exported. */
+#if defined(IBTRS_BUILD) && defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define IBTRS_VERSION_MAJOR 0
+#define IBTRS_VERSION_MINOR 1
+
+struct ibtrs_tag;
+struct ibtrs_clt;
+struct ibtrs_srv_ctx;
+struct ibtrs_srv;
+struct ibtrs_srv_op;
+
+/* Directions of ibtrs_clt_request() and of rdma_ev_fn. */
+enum ibtrs_dir {
+	IBTRS_READ = 0,
+	IBTRS_WRITE = 1,
+};
+
+/*
+ * Client API
+ */
+
+/**
+ * enum ibtrs_clt_link_ev - Events about the connectivity of a client session
+ * @IBTRS_CLT_LINK_EV_RECONNECTED:	a path came up while no path was up
+ * @IBTRS_CLT_LINK_EV_DISCONNECTED:	the last connected path was lost
+ */
+enum ibtrs_clt_link_ev {
+	IBTRS_CLT_LINK_EV_RECONNECTED,
+	IBTRS_CLT_LINK_EV_DISCONNECTED,
+};
+
+/**
+ * struct ibtrs_addr - source and destination address of one path
+ * @src: source address, or NULL to let the system choose
+ * @dst: destination address
+ */
+struct ibtrs_addr {
+	struct sockaddr_storage *src;
+	struct sockaddr_storage *dst;
+};
+
+/**
+ * typedef link_clt_ev_fn - client link event notification
+ * @priv: the @priv given to ibtrs_clt_open()
+ * @ev: the event
+ *
+ * Context: runs on a library thread, with no library lock held.
+ */
+typedef void(link_clt_ev_fn)(void *priv, enum ibtrs_clt_link_ev ev);
+
+/**
+ * ibtrs_clt_open() - open a session to an IBTRS server
+ * @priv: user data passed back to @link_ev
+ * @link_ev: link event callback, may be NULL
+ * @sessname: name of the session, 1..NAME_MAX-1 bytes, no '/'
+ * @paths: the paths to establish
+ * @path_cnt: number of elements in @paths (1..IBTRS_MAX_PATHS)
+ * @port: server port; used where an address of @paths carries no port
+ * @pdu_sz: size of the user area that each tag carries (ibtrs_tag_to_pdu())
+ * @reconnect_delay_sec: time between reconnect tries
+ * @max_segments: maximum number of iovecs of one request's data, 0 for the
+ *                default (IBTRS_DEFAULT_MAX_SEGMENTS)
+ * @max_reconnect_attempts: reconnect tries after a path failed: 0 never,
+ *                          -1 forever, N at most N tries
+ *
+ * Connects every path and exchanges the session parameters with the server.
+ * Succeeds as soon as the paths that could be reached are connected; the
+ * others are logged and left to the reconnect policy. Fails when no path
+ * could be connected.
+ *
+ * Return: the session, or NULL with errno set: EINVAL for bad arguments,
+ * ECONNREFUSED, EHOSTUNREACH, ETIMEDOUT and the like when no path connected,
+ * EPROTO when the server speaks another protocol version, ENOMEM.
+ *
+ * Context: blocks, up to the connect timeout (2 s by default) per path.
+ */
+struct ibtrs_clt *
+ibtrs_clt_open(void *priv, link_clt_ev_fn *link_ev, const char *sessname,
+	       const struct ibtrs_addr *paths, size_t path_cnt, uint16_t port,
+	       size_t pdu_sz, uint8_t reconnect_delay_sec,
+	       uint16_t max_segments, int16_t max_reconnect_attempts);
+
+/**
+ * ibtrs_clt_close() - close a session and free it
+ * @sess: the session, or NULL
+ *
+ * Every request still in flight completes with -ECONNABORTED before this
+ * returns; when it returns no callback of the session runs or will run.
+ * Tags still held by the caller become invalid.
+ *
+ * Context: blocks. Must not be called from a callback of the same session.
+ */
+void ibtrs_clt_close(struct ibtrs_clt *sess);
+
+/**
+ * ibtrs_tag_from_pdu() - the tag whose user area starts at @pdu
+ * @pdu: a pointer returned by ibtrs_tag_to_pdu()
+ *
+ * Return: the tag.
+ */
+struct ibtrs_tag *ibtrs_tag_from_pdu(void *pdu);
+
+/**
+ * ibtrs_tag_to_pdu() - the user area of @tag (pdu_sz bytes, 16-byte aligned)
+ * @tag: a tag
+ *
+ * Return: pointer to the user area.
+ */
+void *ibtrs_tag_to_pdu(struct ibtrs_tag *tag);
+
+enum {
+	IBTRS_TAG_NOWAIT = 0,
+	IBTRS_TAG_WAIT = 1,
+};
+
+/**
+ * enum ibtrs_clt_con_type - connection a tag's requests travel on
+ * @IBTRS_USR_CON: the connection reserved for service messages (con 0)
+ * @IBTRS_IO_CON: a connection reserved for I/O
+ */
+enum ibtrs_clt_con_type {
+	IBTRS_USR_CON,
+	IBTRS_IO_CON,
+};
+
+/**
+ * ibtrs_clt_get_tag() - reserve a tag (and a server chunk) for one request
+ * @sess: the session
+ * @con_type: connection type the request will use
+ * @wait: IBTRS_TAG_WAIT to sleep until a tag is free, IBTRS_TAG_NOWAIT to
+ *        fail at once
+ *
+ * Return: the tag, or NULL with errno EAGAIN (NOWAIT and no tag free),
+ * EINVAL (bad @con_type or @wait) or ECONNABORTED (the session is closing).
+ *
+ * Context: sleeps if @wait is IBTRS_TAG_WAIT; may be called from callbacks
+ * only with IBTRS_TAG_NOWAIT.
+ */
+struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
+				    enum ibtrs_clt_con_type con_type, int wait);
+
+/**
+ * ibtrs_clt_put_tag() - release a tag
+ * @sess: the session
+ * @tag: a tag from ibtrs_clt_get_tag(), or NULL
+ *
+ * The tag must have no request in flight.
+ *
+ * Context: any, including callbacks.
+ */
+void ibtrs_clt_put_tag(struct ibtrs_clt *sess, struct ibtrs_tag *tag);
+
+/**
+ * typedef ibtrs_conf_fn - request confirmation
+ * @priv: the @priv given to ibtrs_clt_request()
+ * @err: 0, or the negative errno of the failure: the server's answer from
+ *       ibtrs_srv_resp_rdma() or the rdma_ev return value, unchanged;
+ *       -ECONNABORTED when the request was lost
+ *
+ * Context: runs on a library thread, with no library lock held.
+ */
+typedef void(ibtrs_conf_fn)(void *priv, int err);
+
+/**
+ * ibtrs_clt_request() - transfer data to or from the server
+ * @dir: IBTRS_READ or IBTRS_WRITE
+ * @conf: confirmation callback
+ * @sess: the session
+ * @tag: a tag held by the caller, with no request in flight
+ * @priv: user data passed back to @conf
+ * @vec: user message sent with the request; copied, may live on the stack
+ * @nr: number of elements in @vec
+ * @len: number of data bytes, the sum of the @sg lengths
+ * @sg: data buffers: the source of a WRITE, the destination of a READ
+ * @sg_cnt: number of elements in @sg
+ *
+ * WRITE places @len bytes of @sg into the tag's server chunk; READ asks the
+ * server for @len bytes and places its answer into @sg. The @sg buffers are
+ * borrowed until @conf runs.
+ *
+ * Return: 0 when the request was submitted: @conf then runs exactly once.
+ * On error @conf is not called: -EINVAL (bad @dir, NULL @tag, @len differs
+ * from the @sg sum, @sg_cnt over max_segments), -EMSGSIZE (@len over
+ * max_io_size or user message over IBTRS_MAX_USR_MSG), -ENOTCONN (no
+ * connected path), -EBUSY (the tag has a request in flight).
+ *
+ * Context: does not block; may be called from callbacks.
+ */
+int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
+		      struct ibtrs_tag *tag, void *priv,
+		      const struct iovec *vec, size_t nr, size_t len,
+		      const struct iovec *sg, unsigned int sg_cnt);
+
+/**
+ * struct ibtrs_attrs - session attributes
+ * @queue_depth: number of tags (server chunks) of the session
+ * @max_io_size: largest data length of one request
+ * @sessname: the session name
+ * @max_segments: largest number of data iovecs of one request
+ * @path_cnt: number of paths of the session
+ * @connected_paths: number of those currently connected
+ */
+struct ibtrs_attrs {
+	uint32_t queue_depth;
+	uint32_t max_io_size;
+	uint8_t sessname[NAME_MAX];
+	uint32_t max_segments;
+	uint32_t path_cnt;
+	uint32_t connected_paths;
+};
+
+/**
+ * ibtrs_clt_query() - query session attributes
+ * @sess: the session
+ * @attr: filled on success
+ *
+ * Return: 0, -EINVAL for NULL arguments, -ECOMM when no path is connected
+ * (@attr is filled all the same).
+ *
+ * Context: any.
+ */
+int ibtrs_clt_query(struct ibtrs_clt *sess, struct ibtrs_attrs *attr);
+
+/*
+ * Server API
+ */
+
+/**
+ * enum ibtrs_srv_link_ev - server link events, once per session
+ * @IBTRS_SRV_LINK_EV_CONNECTED: the first path of a session connected
+ * @IBTRS_SRV_LINK_EV_DISCONNECTED: the session's last path is gone and every
+ *                                  request of it was answered; the session is
+ *                                  freed after the callback returns
+ */
+enum ibtrs_srv_link_ev {
+	IBTRS_SRV_LINK_EV_CONNECTED,
+	IBTRS_SRV_LINK_EV_DISCONNECTED,
+};
+
+/**
+ * typedef rdma_ev_fn - a request arrived
+ * @sess: the session
+ * @priv: the pointer set by ibtrs_srv_set_sess_priv()
+ * @id: the operation; answer it with ibtrs_srv_resp_rdma() exactly once
+ * @dir: IBTRS_READ or IBTRS_WRITE
+ * @data: WRITE: the client's data; READ: where the answer goes
+ * @datalen: bytes at @data
+ * @usr: the user message of the request
+ * @usrlen: bytes at @usr
+ *
+ * @data and @usr stay valid until ibtrs_srv_resp_rdma() is called for @id.
+ *
+ * Return: 0, after which the application calls ibtrs_srv_resp_rdma() now or
+ * later; or a negative errno, which is sent to the client at once (the
+ * application must then not call ibtrs_srv_resp_rdma() for @id).
+ *
+ * Context: runs on a library thread, with no library lock held.
+ */
+typedef int(rdma_ev_fn)(struct ibtrs_srv *sess, void *priv,
+			struct ibtrs_srv_op *id, int dir, void *data,
+			size_t datalen, const void *usr, size_t usrlen);
+
+/**
+ * typedef link_ev_fn - server link event
+ * @sess: the session
+ * @ev: the event
+ * @priv: the pointer set by ibtrs_srv_set_sess_priv()
+ *
+ * A non-zero return for IBTRS_SRV_LINK_EV_CONNECTED refuses the session: its
+ * connections are closed and IBTRS_SRV_LINK_EV_DISCONNECTED is not sent.
+ *
+ * Context: runs on a library thread, with no library lock held.
+ */
+typedef int(link_ev_fn)(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
+			void *priv);
+
+/**
+ * ibtrs_srv_open() - open a server context listening on @port
+ * @rdma_ev: request callback
+ * @link_ev: link event callback, may be NULL
+ * @port: TCP port; 0 picks a free one (see ibtrs_srv_get_port())
+ *
+ * Listens on every address, IPv6 and IPv4, with the default queue depth and
+ * chunk size (ibtrs_srv_open_opts() chooses others).
+ *
+ * Return: the context, or NULL with errno set: EINVAL, EADDRINUSE, ENOMEM.
+ *
+ * Context: may block briefly.
+ */
+struct ibtrs_srv_ctx *ibtrs_srv_open(rdma_ev_fn *rdma_ev, link_ev_fn *link_ev,
+				     unsigned int port);
+
+/**
+ * ibtrs_srv_close() - close a server context and all its sessions
+ * @ctx: the context, or NULL
+ *
+ * Closes every connection, waits until the application has answered every
+ * request it was given (ibtrs_srv_resp_rdma()), sends
+ * IBTRS_SRV_LINK_EV_DISCONNECTED for every connected session and frees it.
+ *
+ * Context: blocks. Must not be called from a callback of the context.
+ */
+void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx);
+
+/**
+ * ibtrs_srv_resp_rdma() - finish a request
+ * @id: the operation given to rdma_ev_fn
+ * @err: 0, or a negative errno (-1..-4095) delivered to the client's conf
+ *
+ * For a READ the @datalen bytes at @data are sent to the client first.
+ * After the call the chunk of @id belongs to the library again.
+ *
+ * Context: any thread, inside or after rdma_ev_fn; does not block.
+ */
+void ibtrs_srv_resp_rdma(struct ibtrs_srv_op *id, int err);
+
+/**
+ * ibtrs_srv_set_sess_priv() - set the private pointer of a session
+ * @sess: the session
+ * @priv: the pointer passed to later callbacks of @sess
+ */
+void ibtrs_srv_set_sess_priv(struct ibtrs_srv *sess, void *priv);
+
+/**
+ * ibtrs_srv_get_queue_depth() - number of chunks of a session
+ * @sess: the session
+ *
+ * Return: the queue depth.
+ */
+int ibtrs_srv_get_queue_depth(struct ibtrs_srv *sess);
+
+/**
+ * ibtrs_srv_get_sess_name() - the name the client gave the session
+ * @sess: the session
+ * @sessname: buffer for the NUL-terminated name
+ * @len: size of @sessname
+ *
+ * Return: 0, -EINVAL for NULL arguments, -ENOBUFS when @len is too small
+ * (the name is truncated).
+ */
+int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len);
+
+/**
+ * ibtrs_addr_to_sockaddr() - parse a path string
+ * @str: "DST" or "SRC,DST"; each address is "ip:ADDR" where ADDR is an IPv4
+ *       address, an IPv6 address (optionally with "%ifname"), or a host
+ *       name; an IPv6 address may be written in brackets with a port,
+ *       "ip:[::1]:4000", an IPv4 address or name with ":PORT" appended
+ * @len: length of @str (it need not be NUL-terminated)
+ * @port: port stored in the destination when @str names none
+ * @addr: @addr->dst must point to storage and is filled; @addr->src is
+ *        filled if @str has a source and @addr->src points to storage, and
+ *        set to NULL if @str has no source
+ *
+ * Return: 0, -EINVAL for a malformed string, a missing destination storage
+ * or a source given without storage; -EHOSTUNREACH when a host name does not
+ * resolve.
+ *
+ * Context: may block in name resolution for host names.
+ */
+int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
+			   struct ibtrs_addr *addr);
+
+/* ======================================================================
+ * Extensions beyond the IBTRS header
+ * ====================================================================== */
+
+#define IBTRS_MAX_PATHS 16
+#define IBTRS_MAX_USR_MSG 1024
+#define IBTRS_DEFAULT_MAX_SEGMENTS 128
+#define IBTRS_DEFAULT_PORT 1234
+#define IBTRS_DEFAULT_QUEUE_DEPTH 128
+#define IBTRS_DEFAULT_MAX_IO_SIZE (128 * 1024)
+#define IBTRS_MAX_QUEUE_DEPTH 4096
+
+/**
+ * struct ibtrs_srv_opts - options of ibtrs_srv_open_opts()
+ * @size: sizeof(struct ibtrs_srv_opts), set by ibtrs_srv_opts_init()
+ * @port: TCP port; 0 picks a free one
+ * @listen_addr: address to listen on, NULL for every address
+ * @queue_depth: chunks per session, 1..IBTRS_MAX_QUEUE_DEPTH
+ * @max_io_size: largest data length of one request; each chunk has
+ *               @max_io_size plus IBTRS_MAX_USR_MSG and a small header
+ * @max_sessions: sessions served at once (default 64); a client beyond
+ *                that is refused, so memory stays bounded
+ * @backend: backend name, NULL for the default ("tcp")
+ * @rdma_ev: request callback
+ * @link_ev: link event callback, may be NULL
+ */
+struct ibtrs_srv_opts {
+	size_t size;
+	uint16_t port;
+	const struct sockaddr *listen_addr;
+	uint32_t queue_depth;
+	uint32_t max_io_size;
+	uint32_t max_sessions;
+	const char *backend;
+	rdma_ev_fn *rdma_ev;
+	link_ev_fn *link_ev;
+};
+
+/**
+ * ibtrs_srv_opts_init() - fill @opts with the defaults
+ * @opts: options to fill
+ * @size: sizeof(*opts) as the caller knows it
+ */
+void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size);
+
+/**
+ * ibtrs_srv_open_opts() - open a server context with options
+ * @opts: the options; @opts->rdma_ev must be set
+ *
+ * Return: as ibtrs_srv_open().
+ *
+ * Context: may block briefly.
+ */
+struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *opts);
+
+/**
+ * ibtrs_srv_get_port() - the port a server context listens on
+ * @ctx: the context
+ *
+ * Return: the port (useful after opening with port 0).
+ */
+uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx);
+
+/**
+ * struct ibtrs_clt_opts - options of ibtrs_clt_open_opts()
+ * @size: sizeof(struct ibtrs_clt_opts), set by ibtrs_clt_opts_init()
+ * @priv, @link_ev, @sessname, @paths, @path_cnt, @port, @pdu_sz,
+ * @reconnect_delay_sec, @max_segments, @max_reconnect_attempts:
+ *     as for ibtrs_clt_open()
+ * @connect_timeout_ms: time allowed to connect one path (default 2000)
+ * @io_cons: I/O connections per path besides con 0 (default 1, max 8)
+ * @backend: backend name, NULL for the default ("tcp")
+ */
+struct ibtrs_clt_opts {
+	size_t size;
+	void *priv;
+	link_clt_ev_fn *link_ev;
+	const char *sessname;
+	const struct ibtrs_addr *paths;
+	size_t path_cnt;
+	uint16_t port;
+	size_t pdu_sz;
+	uint8_t reconnect_delay_sec;
+	uint16_t max_segments;
+	int16_t max_reconnect_attempts;
+	uint32_t connect_timeout_ms;
+	uint32_t io_cons;
+	const char *backend;
+};
+
+/**
+ * ibtrs_clt_opts_init() - fill @opts with the defaults
+ * @opts: options to fill
+ * @size: sizeof(*opts) as the caller knows it
+ */
+void ibtrs_clt_opts_init(struct ibtrs_clt_opts *opts, size_t size);
+
+/**
+ * ibtrs_clt_open_opts() - open a client session with options
+ * @opts: the options
+ *
+ * Return: as ibtrs_clt_open().
+ *
+ * Context: blocks, as ibtrs_clt_open().
+ */
+struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *opts);
+
+/**
+ * enum ibtrs_path_state - state of a client path
+ */
+enum ibtrs_path_state {
+	IBTRS_PATH_CONNECTING,
+	IBTRS_PATH_CONNECTED,
+	IBTRS_PATH_RECONNECTING,
+	IBTRS_PATH_CLOSING,
+	IBTRS_PATH_CLOSED,
+	IBTRS_PATH_DEAD,
+};
+
+/**
+ * ibtrs_path_state_str() - name of a path state
+ * @state: the state
+ *
+ * Return: a static string such as "connected".
+ */
+const char *ibtrs_path_state_str(enum ibtrs_path_state state);
+
+/**
+ * struct ibtrs_path_stats - counters of one client path
+ * @size: sizeof(struct ibtrs_path_stats), set by the caller
+ * @state: current state
+ * @src: source address as text ("" when the system chose it)
+ * @dst: destination address as text
+ * @inflight: requests in flight on the path now
+ * @rd_ops: completed READ requests
+ * @rd_bytes: data bytes of completed READ requests
+ * @wr_ops: completed WRITE requests
+ * @wr_bytes: data bytes of completed WRITE requests
+ * @errors: requests completed with an error
+ * @proto_errors: connections closed because of a malformed message
+ */
+struct ibtrs_path_stats {
+	size_t size;
+	enum ibtrs_path_state state;
+	char src[80];
+	char dst[80];
+	uint64_t inflight;
+	uint64_t rd_ops;
+	uint64_t rd_bytes;
+	uint64_t wr_ops;
+	uint64_t wr_bytes;
+	uint64_t errors;
+	uint64_t proto_errors;
+};
+
+/**
+ * ibtrs_clt_path_stats() - read the counters of one path
+ * @sess: the session
+ * @idx: path index, 0..path_cnt-1 (ibtrs_clt_query())
+ * @st: filled on success; @st->size must be set
+ *
+ * Return: 0, -EINVAL for NULL arguments or a bad @st->size, -ENOENT for an
+ * @idx out of range.
+ *
+ * Context: any.
+ */
+int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
+			 struct ibtrs_path_stats *st);
+
+/**
+ * enum ibtrs_log_level - log levels; a message is emitted when its level is
+ * at most the current level
+ */
+enum ibtrs_log_level {
+	IBTRS_LOG_NONE = 0,
+	IBTRS_LOG_ERR = 1,
+	IBTRS_LOG_WARN = 2,
+	IBTRS_LOG_INFO = 3,
+	IBTRS_LOG_DEBUG = 4,
+};
+
+/**
+ * typedef ibtrs_log_fn - log callback
+ * @arg: the @arg given to ibtrs_set_log_fn()
+ * @level: level of the message
+ * @msg: the message, NUL-terminated, without a trailing newline
+ */
+typedef void(ibtrs_log_fn)(void *arg, enum ibtrs_log_level level,
+			   const char *msg);
+
+/**
+ * ibtrs_set_log_fn() - route log messages to @fn
+ * @fn: callback, or NULL to log to stderr
+ * @arg: passed to @fn
+ *
+ * Logging is silent by default; the level comes from the environment
+ * variable IBTRS_LOG_LEVEL (0..4 or none, err, warn, info, debug) unless set
+ * with ibtrs_set_log_level().
+ *
+ * Context: any; @fn may be called from any thread, concurrently.
+ */
+void ibtrs_set_log_fn(ibtrs_log_fn *fn, void *arg);
+
+/**
+ * ibtrs_set_log_level() - set the log level
+ * @level: the new level
+ */
+void ibtrs_set_log_level(enum ibtrs_log_level level);
+
+#if defined(IBTRS_BUILD) && defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IBTRS_H */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h - helpers shared by the client and the server.
+ */
+#ifndef IBTRS_CORE_H
+#define IBTRS_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ibtrs.h"
+#include "proto.h"
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Random version-4 UUID. */
+void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_LEN]);
+/* "xxxxxxxx-xxxx-..." into @buf of at least 37 bytes. */
+void ibtrs_uuid_str(const uint8_t uuid[IBTRS_UUID_LEN], char *buf);
+
+/* Chunk size for @max_io_size: data, header room, 4 KiB aligned. */
+static inline uint32_t ibtrs_chunk_size(uint32_t max_io_size)
+{
+	return (max_io_size + IBTRS_HDR_ROOM + 4095u) & ~4095u;
+}
+
+#endif /* IBTRS_CORE_H */

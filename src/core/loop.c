@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * loop.c - one-thread epoll loop with deferred work and a periodic tick.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+
+#define LOOP_MAX_EVENTS 64
+
+struct ibtrs_loop {
+	int epfd;
+	struct ibtrs_loop_src wake; /* eventfd: work queued or stop */
+	struct ibtrs_loop_src timer;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	struct ibtrs_work *head, *tail; /* under @lock */
+	bool stop;			/* under @lock */
+	void (*tick)(void *arg);
+	void *tick_arg;
+	char name[16];
+};
+
+uint64_t ibtrs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void loop_kick(struct ibtrs_loop *loop)
+{
+	uint64_t one = 1;
+
+	/* A full counter still wakes the loop: nothing to do on failure. */
+	if (write(loop->wake.fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+/* Runs every queued work item; returns true if the loop must stop. */
+static bool loop_run_work(struct ibtrs_loop *loop)
+{
+	struct ibtrs_work *w;
+	bool stop;
+
+	for (;;) {
+		pthread_mutex_lock(&loop->lock);
+		w = loop->head;
+		if (w) {
+			loop->head = w->next;
+			if (!loop->head)
+				loop->tail = NULL;
+			w->next = NULL;
+			w->queued = false;
+		}
+		stop = loop->stop;
+		pthread_mutex_unlock(&loop->lock);
+		if (!w)
+			return stop;
+		w->fn(w);
+	}
+}
+
+static void wake_cb(struct ibtrs_loop_src *src, uint32_t events)
+{
+	uint64_t v;
+
+	(void)events;
+	if (read(src->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		ibtrs_log(IBTRS_LOG_ERR, "loop: eventfd read: %s",
+			  strerror(errno));
+}
+
+static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct ibtrs_loop *loop =
+		(struct ibtrs_loop *)((char *)src -
+				      offsetof(struct ibtrs_loop, timer));
+	uint64_t v;
+
+	(void)events;
+	if (read(src->fd, &v, sizeof(v)) != sizeof(v))
+		return;
+	loop->tick(loop->tick_arg);
+}
+
+static void *loop_thread(void *arg)
+{
+	struct ibtrs_loop *loop = arg;
+	struct epoll_event ev[LOOP_MAX_EVENTS];
+
+	pthread_setname_np(pthread_self(), loop->name);
+	for (;;) {
+		int i, n;
+
+		if (loop_run_work(loop))
+			break;
+		n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ibtrs_log(IBTRS_LOG_ERR, "loop %s: epoll_wait: %s",
+				  loop->name, strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct ibtrs_loop_src *src = ev[i].data.ptr;
+
+			src->cb(src, ev[i].events);
+		}
+	}
+	return NULL;
+}
+
+int ibtrs_loop_create(struct ibtrs_loop **loopp, const char *name,
+		      void (*tick)(void *arg), void *arg, unsigned int tick_ms)
+{
+	struct ibtrs_loop *loop;
+	int ret;
+
+	loop = calloc(1, sizeof(*loop));
+	if (!loop)
+		return -ENOMEM;
+	snprintf(loop->name, sizeof(loop->name), "%s", name);
+	pthread_mutex_init(&loop->lock, NULL);
+	loop->timer.fd = -1;
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->epfd < 0) {
+		ret = -errno;
+		goto free_loop;
+	}
+	loop->wake.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (loop->wake.fd < 0) {
+		ret = -errno;
+		goto close_ep;
+	}
+	loop->wake.cb = wake_cb;
+	ret = ibtrs_loop_add(loop, &loop->wake, EPOLLIN);
+	if (ret)
+		goto close_wake;
+	if (tick && tick_ms) {
+		struct itimerspec its = {
+			.it_interval.tv_sec = tick_ms / 1000,
+			.it_interval.tv_nsec = (long)(tick_ms % 1000) * 1000000,
+		};
+
+		its.it_value = its.it_interval;
+		loop->tick = tick;
+		loop->tick_arg = arg;
+		loop->timer.fd = timerfd_create(CLOCK_MONOTONIC,
+						TFD_CLOEXEC | TFD_NONBLOCK);
+		if (loop->timer.fd < 0) {
+			ret = -errno;
+			goto close_wake;
+		}
+		loop->timer.cb = timer_cb;
+		if (timerfd_settime(loop->timer.fd, 0, &its, NULL)) {
+			ret = -errno;
+			goto close_timer;
+		}
+		ret = ibtrs_loop_add(loop, &loop->timer, EPOLLIN);
+		if (ret)
+			goto close_timer;
+	}
+	ret = -pthread_create(&loop->thread, NULL, loop_thread, loop);
+	if (ret)
+		goto close_timer;
+	*loopp = loop;
+	return 0;
+
+close_timer:
+	if (loop->timer.fd >= 0)
+		close(loop->timer.fd);
+close_wake:
+	close(loop->wake.fd);
+close_ep:
+	close(loop->epfd);
+free_loop:
+	pthread_mutex_destroy(&loop->lock);
+	free(loop);
+	return ret;
+}
+
+void ibtrs_loop_destroy(struct ibtrs_loop *loop)
+{
+	if (!loop)
+		return;
+	pthread_mutex_lock(&loop->lock);
+	loop->stop = true;
+	pthread_mutex_unlock(&loop->lock);
+	loop_kick(loop);
+	pthread_join(loop->thread, NULL);
+	if (loop->timer.fd >= 0)
+		close(loop->timer.fd);
+	close(loop->wake.fd);
+	close(loop->epfd);
+	pthread_mutex_destroy(&loop->lock);
+	free(loop);
+}
+
+int ibtrs_loop_add(struct ibtrs_loop *loop, struct ibtrs_loop_src *src,
+		   uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = src };
+
+	return epoll_ctl(loop->epfd, EPOLL_CTL_ADD, src->fd, &ev) ? -errno : 0;
+}
+
+int ibtrs_loop_mod(struct ibtrs_loop *loop, struct ibtrs_loop_src *src,
+		   uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = src };
+
+	return epoll_ctl(loop->epfd, EPOLL_CTL_MOD, src->fd, &ev) ? -errno : 0;
+}
+
+void ibtrs_loop_del(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
+{
+	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, src->fd, NULL);
+}
+
+void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w)
+{
+	bool kick = false;
+
+	pthread_mutex_lock(&loop->lock);
+	if (!w->queued) {
+		w->queued = true;
+		w->next = NULL;
+		if (loop->tail)
+			loop->tail->next = w;
+		else
+			loop->head = w;
+		loop->tail = w;
+		kick = true;
+	}
+	pthread_mutex_unlock(&loop->lock);
+	if (kick)
+		loop_kick(loop);
+}
+
+bool ibtrs_loop_on_thread(struct ibtrs_loop *loop)
+{
+	return pthread_equal(pthread_self(), loop->thread);
+}
+
+struct loop_call {
+	struct ibtrs_work work;
+	void (*fn)(void *arg);
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void loop_call_fn(struct ibtrs_work *w)
+{
+	struct loop_call *c = (struct loop_call *)w;
+
+	c->fn(c->arg);
+	pthread_mutex_lock(&c->lock);
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg)
+{
+	struct loop_call c = {
+		.work.fn = loop_call_fn,
+		.fn = fn,
+		.arg = arg,
+	};
+
+	if (ibtrs_loop_on_thread(loop)) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	ibtrs_loop_queue(loop, &c.work);
+	pthread_mutex_lock(&c.lock);
+	while (!c.done)
+		pthread_cond_wait(&c.cond, &c.lock);
+	pthread_mutex_unlock(&c.lock);
+	pthread_cond_destroy(&c.cond);
+	pthread_mutex_destroy(&c.lock);
+}

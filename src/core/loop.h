@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop.h - the event loop a session or server context runs its connections
+ * on: one thread, epoll, deferred work and a periodic tick.
+ */
+#ifndef IBTRS_LOOP_H
+#define IBTRS_LOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ibtrs_loop;
+
+/**
+ * struct ibtrs_loop_src - a file descriptor watched by the loop
+ * @fd: the descriptor
+ * @cb: called on the loop thread with the epoll events
+ */
+struct ibtrs_loop_src {
+	int fd;
+	void (*cb)(struct ibtrs_loop_src *src, uint32_t events);
+};
+
+/**
+ * struct ibtrs_work - a function to run on the loop thread
+ *
+ * Embedded in the object it works on; queueing never allocates. A work item
+ * already queued is not queued twice.
+ */
+struct ibtrs_work {
+	void (*fn)(struct ibtrs_work *w);
+	struct ibtrs_work *next;
+	bool queued;
+};
+
+/*
+ * @tick is called on the loop thread every @tick_ms milliseconds (0: never).
+ */
+int ibtrs_loop_create(struct ibtrs_loop **loop, const char *name,
+		      void (*tick)(void *arg), void *arg, unsigned int tick_ms);
+/* Stops the thread (after running queued work) and frees the loop. */
+void ibtrs_loop_destroy(struct ibtrs_loop *loop);
+
+int ibtrs_loop_add(struct ibtrs_loop *loop, struct ibtrs_loop_src *src,
+		   uint32_t events);
+int ibtrs_loop_mod(struct ibtrs_loop *loop, struct ibtrs_loop_src *src,
+		   uint32_t events);
+void ibtrs_loop_del(struct ibtrs_loop *loop, struct ibtrs_loop_src *src);
+
+/* Queue @w to run on the loop thread; safe from any thread. */
+void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w);
+
+/* True when called on the loop's thread. */
+bool ibtrs_loop_on_thread(struct ibtrs_loop *loop);
+
+/*
+ * Run @fn(@arg) on the loop thread and wait for it to return; runs it
+ * directly when already on the loop thread.
+ */
+void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t ibtrs_now_ns(void);
+
+#endif /* IBTRS_LOOP_H */

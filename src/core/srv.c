@@ -1,0 +1,927 @@
+// SPDX-License-Identifier: MIT
+/*
+ * srv.c - the server side: listener, sessions with their chunk pools,
+ * paths and connections, request dispatch and responses.
+ *
+ * Threading: everything but ibtrs_srv_resp_rdma() runs on the context's
+ * loop thread, so the session and path lists need no lock. A request holds
+ * a reference on the connection it came on until its response has left;
+ * a connection holds a reference on its session. The session is freed,
+ * and IBTRS_SRV_LINK_EV_DISCONNECTED sent, when its last path is closed
+ * and the last of those references is gone.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "addr.h"
+#include "core.h"
+#include "log.h"
+#include "loop.h"
+#include "xprt.h"
+
+#define SRV_DEFAULT_MAX_SESSIONS 64
+#define SRV_MAX_IO_SIZE (16u << 20)
+#define SRV_EXTRA_RECVS 16 /* heartbeats and control beside the requests */
+
+#define WR_ID_INFO 1 /* con 0's receive for INFO_REQ */
+#define WR_ID_IMM 0
+
+enum op_state {
+	OP_IDLE,
+	OP_RUNNING,
+};
+
+struct srv_con;
+
+struct ibtrs_srv_op {
+	struct ibtrs_srv *sess;
+	struct srv_con *con; /* referenced while running */
+	uint32_t chunk;
+	int dir;
+	uint32_t data_len;
+	struct ibtrs_desc desc;
+	_Atomic int state;
+};
+
+struct srv_con {
+	struct ibtrs_xprt_con *xcon;
+	struct ibtrs_srv *sess;
+	struct srv_path *path; /* NULL once the path is closed */
+	unsigned int cid;
+	_Atomic int refs;
+	struct ibtrs_work free_work;
+	char info_buf[sizeof(struct ibtrs_msg_info_req)];
+	char rsp_buf[IBTRS_INFO_RSP_MAX_LEN];
+};
+
+struct srv_path {
+	struct ibtrs_srv *sess;
+	struct srv_path *next;
+	uint8_t uuid[IBTRS_UUID_LEN];
+	uint16_t cid_num;
+	unsigned int nr_cons;
+	struct srv_con *cons[IBTRS_MAX_CONS_PER_PATH];
+	bool connected;
+	char peer[64];
+};
+
+struct ibtrs_srv {
+	struct ibtrs_srv_ctx *ctx;
+	struct ibtrs_srv *next;
+	uint8_t uuid[IBTRS_UUID_LEN];
+	char sessname[IBTRS_SESSNAME_LEN];
+	void *priv;
+	struct srv_path *paths;
+	unsigned int nr_paths;
+	int refs;	   /* loop thread: alive + connections */
+	bool closing;	   /* no longer in the context's list */
+	bool connected_ev; /* CONNECTED delivered, DISCONNECTED owed */
+	char *chunks;
+	size_t pool_len;
+	struct ibtrs_xprt_pd *pd;
+	struct ibtrs_xprt_mr *mr;
+	struct ibtrs_srv_op *ops;
+};
+
+struct ibtrs_srv_ctx {
+	const struct ibtrs_xprt_ops *ops;
+	rdma_ev_fn *rdma_ev;
+	link_ev_fn *link_ev;
+	struct ibtrs_loop *loop;
+	struct ibtrs_xprt_listener *listener;
+	uint16_t port;
+	uint32_t queue_depth;
+	uint32_t max_io_size;
+	uint32_t chunk_size;
+	unsigned int off_bits;
+	uint32_t max_sessions;
+	struct ibtrs_srv *sessions; /* loop thread */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int nr_sessions; /* under @lock */
+	_Atomic uint64_t proto_errors;
+};
+
+static const struct ibtrs_xprt_handler srv_handler;
+
+/* ------------------------------------------------------------------ */
+/* sessions                                                             */
+
+static void sess_free(struct ibtrs_srv *sess)
+{
+	struct ibtrs_srv_ctx *ctx = sess->ctx;
+
+	if (sess->mr)
+		ctx->ops->mr_free(sess->mr);
+	if (sess->pd)
+		ctx->ops->pd_free(sess->pd);
+	if (sess->chunks)
+		munmap(sess->chunks, sess->pool_len);
+	free(sess->ops);
+	free(sess);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->nr_sessions--;
+	pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Loop thread. The last reference ends the session. */
+static void sess_put(struct ibtrs_srv *sess)
+{
+	if (--sess->refs)
+		return;
+	if (sess->connected_ev) {
+		ibtrs_log(IBTRS_LOG_INFO, "session %s: disconnected",
+			  sess->sessname);
+		if (sess->ctx->link_ev)
+			sess->ctx->link_ev(sess, IBTRS_SRV_LINK_EV_DISCONNECTED,
+					   sess->priv);
+	}
+	sess_free(sess);
+}
+
+static void sess_unlink(struct ibtrs_srv *sess)
+{
+	struct ibtrs_srv **pp;
+
+	for (pp = &sess->ctx->sessions; *pp; pp = &(*pp)->next) {
+		if (*pp == sess) {
+			*pp = sess->next;
+			break;
+		}
+	}
+	sess->closing = true;
+}
+
+static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
+				     const uint8_t *uuid, int *err)
+{
+	struct ibtrs_srv *sess;
+	struct iovec iov;
+	uint32_t i;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nr_sessions >= ctx->max_sessions) {
+		pthread_mutex_unlock(&ctx->lock);
+		*err = -ENOSPC;
+		return NULL;
+	}
+	ctx->nr_sessions++;
+	pthread_mutex_unlock(&ctx->lock);
+
+	sess = calloc(1, sizeof(*sess));
+	if (!sess) {
+		ret = -ENOMEM;
+		goto unaccount;
+	}
+	sess->ctx = ctx;
+	memcpy(sess->uuid, uuid, IBTRS_UUID_LEN);
+	sess->pool_len = (size_t)ctx->queue_depth * ctx->chunk_size;
+	sess->chunks = mmap(NULL, sess->pool_len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sess->chunks == MAP_FAILED) {
+		sess->chunks = NULL;
+		ret = -ENOMEM;
+		goto free_sess;
+	}
+	sess->ops = calloc(ctx->queue_depth, sizeof(*sess->ops));
+	if (!sess->ops) {
+		ret = -ENOMEM;
+		goto free_sess;
+	}
+	for (i = 0; i < ctx->queue_depth; i++) {
+		sess->ops[i].sess = sess;
+		sess->ops[i].chunk = i;
+	}
+	ret = ctx->ops->pd_alloc(&sess->pd, 1);
+	if (ret)
+		goto free_sess;
+	ret = ctx->ops->mr_alloc(sess->pd, 1, &sess->mr);
+	if (ret)
+		goto free_sess;
+	iov.iov_base = sess->chunks;
+	iov.iov_len = sess->pool_len;
+	ret = ctx->ops->mr_map(sess->mr, &iov, 1);
+	if (ret)
+		goto free_sess;
+	sess->refs = 1; /* alive: dropped when the last path closes */
+	sess->next = ctx->sessions;
+	ctx->sessions = sess;
+	return sess;
+
+free_sess:
+	/* sess_free() undoes the accounting too. */
+	sess_free(sess);
+	*err = ret;
+	return NULL;
+unaccount:
+	pthread_mutex_lock(&ctx->lock);
+	ctx->nr_sessions--;
+	pthread_mutex_unlock(&ctx->lock);
+	*err = ret;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* connections and paths                                                */
+
+static void con_free_work(struct ibtrs_work *w)
+{
+	struct srv_con *con = container_of(w, struct srv_con, free_work);
+	struct ibtrs_srv *sess = con->sess;
+
+	sess->ctx->ops->destroy(con->xcon);
+	free(con);
+	sess_put(sess);
+}
+
+/* Any thread; the connection is freed on the loop thread. */
+static void con_put(struct srv_con *con)
+{
+	if (atomic_fetch_sub(&con->refs, 1) == 1)
+		ibtrs_loop_queue(con->sess->ctx->loop, &con->free_work);
+}
+
+static void path_close(struct srv_path *path, const char *why)
+{
+	struct ibtrs_srv *sess = path->sess;
+	struct srv_path **pp;
+	unsigned int i;
+
+	ibtrs_log(IBTRS_LOG_INFO, "session %s: path %s closed: %s",
+		  sess->sessname[0] ? sess->sessname : "(unnamed)", path->peer,
+		  why);
+	for (i = 0; i < path->cid_num; i++) {
+		struct srv_con *con = path->cons[i];
+
+		if (!con)
+			continue;
+		sess->ctx->ops->disconnect(con->xcon);
+		con->path = NULL;
+		con_put(con);
+	}
+	for (pp = &sess->paths; *pp; pp = &(*pp)->next) {
+		if (*pp == path) {
+			*pp = path->next;
+			break;
+		}
+	}
+	sess->nr_paths--;
+	free(path);
+	if (!sess->nr_paths && !sess->closing) {
+		sess_unlink(sess);
+		sess_put(sess);
+	}
+}
+
+static void path_proto_error(struct srv_path *path, const char *what)
+{
+	atomic_fetch_add(&path->sess->ctx->proto_errors, 1);
+	ibtrs_log(IBTRS_LOG_ERR, "session %s: path %s: protocol error: %s",
+		  path->sess->sessname[0] ? path->sess->sessname : "(unnamed)",
+		  path->peer, what);
+	path_close(path, "-EPROTO");
+}
+
+static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
+{
+	struct srv_con *con = xcon->ctx;
+	char why[64];
+
+	if (!con->path)
+		return;
+	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
+		 strerror(-err));
+	path_close(con->path, why);
+}
+
+/* ------------------------------------------------------------------ */
+/* requests                                                             */
+
+void ibtrs_srv_resp_rdma(struct ibtrs_srv_op *op, int err)
+{
+	struct ibtrs_srv *sess;
+	const struct ibtrs_xprt_ops *ops;
+	struct ibtrs_desc desc;
+	struct srv_con *con;
+	struct iovec iov;
+	uint32_t chunk, data_len, imm;
+	int dir, expected = OP_RUNNING, ret;
+
+	if (!op)
+		return;
+	sess = op->sess;
+	ops = sess->ctx->ops;
+	if (err > 0)
+		err = -err;
+	/* Take what the response needs before the chunk is free again. */
+	con = op->con;
+	chunk = op->chunk;
+	dir = op->dir;
+	data_len = op->data_len;
+	desc = op->desc;
+	if (!atomic_compare_exchange_strong(&op->state, &expected, OP_IDLE)) {
+		ibtrs_log_rl(IBTRS_LOG_ERR,
+			     "ibtrs_srv_resp_rdma: operation %u is not running",
+			     chunk);
+		return;
+	}
+	imm = ibtrs_imm_rsp(chunk, err);
+	if (dir == IBTRS_READ && !err && data_len) {
+		/* The chunk stays referenced until the data has left. */
+		iov.iov_base =
+			sess->chunks + (size_t)chunk * sess->ctx->chunk_size;
+		iov.iov_len = data_len;
+		ret = ops->post_write(con->xcon, &iov, 1, desc.addr, desc.key,
+				      imm, 0,
+				      IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED);
+		if (ret)
+			con_put(con);
+		return;
+	}
+	ops->post_write(con->xcon, NULL, 0, 0, 0, imm, 0, IBTRS_XPRT_IMM);
+	con_put(con);
+}
+
+static int srv_process_req(struct srv_con *con, uint32_t imm)
+{
+	struct ibtrs_srv *sess = con->sess;
+	struct ibtrs_srv_ctx *ctx = sess->ctx;
+	struct ibtrs_req_trailer t;
+	struct ibtrs_srv_op *op;
+	uint32_t chunk, off, data_len;
+	int expected = OP_IDLE, ret;
+	char *base;
+
+	ibtrs_imm_req_unpack(imm, ctx->off_bits, &chunk, &off);
+	if (chunk >= ctx->queue_depth ||
+	    off > ctx->chunk_size - sizeof(struct ibtrs_trailer))
+		return -EPROTO;
+	base = sess->chunks + (size_t)chunk * ctx->chunk_size;
+	if (ibtrs_trailer_decode(base + off, &t))
+		return -EPROTO;
+	if (t.usr_len > off)
+		return -EPROTO;
+	data_len = off - t.usr_len;
+	if (data_len > ctx->max_io_size)
+		return -EPROTO;
+	if (t.dir == IBTRS_READ && t.desc.len != data_len)
+		return -EPROTO;
+	op = &sess->ops[chunk];
+	if (!atomic_compare_exchange_strong(&op->state, &expected, OP_RUNNING))
+		return -EBUSY;
+	op->con = con;
+	op->dir = t.dir;
+	op->data_len = data_len;
+	op->desc = t.desc;
+	atomic_fetch_add(&con->refs, 1);
+	ret = ctx->rdma_ev(sess, sess->priv, op, t.dir, base, data_len,
+			   base + data_len, t.usr_len);
+	if (ret)
+		ibtrs_srv_resp_rdma(op, ret);
+	return 0;
+}
+
+static void srv_send_info_rsp(struct srv_con *con)
+{
+	struct ibtrs_srv *sess = con->sess;
+	struct ibtrs_desc desc = {
+		.addr = sess->mr->addr,
+		.key = sess->mr->key,
+		.len = (uint32_t)sess->pool_len,
+	};
+	struct iovec iov = { .iov_base = con->rsp_buf };
+
+	iov.iov_len = ibtrs_info_rsp_encode(con->rsp_buf, &desc, 1);
+	sess->ctx->ops->post_send(con->xcon, &iov, 1, 0, 0);
+}
+
+static void srv_process_info(struct srv_con *con, uint32_t len)
+{
+	struct srv_path *path = con->path;
+	struct ibtrs_srv *sess = con->sess;
+	char name[IBTRS_SESSNAME_LEN];
+	int ret;
+
+	if (con->cid || path->connected ||
+	    ibtrs_info_req_decode(con->info_buf, len, name)) {
+		path_proto_error(path, "bad INFO_REQ");
+		return;
+	}
+	if (path->nr_cons != path->cid_num) {
+		path_proto_error(path, "INFO_REQ before all connections");
+		return;
+	}
+	if (!sess->sessname[0]) {
+		memcpy(sess->sessname, name, sizeof(sess->sessname));
+	} else if (strcmp(sess->sessname, name)) {
+		path_proto_error(path, "session name differs between paths");
+		return;
+	}
+	path->connected = true;
+	ibtrs_log(IBTRS_LOG_INFO, "session %s: path %s connected (%u cons)",
+		  sess->sessname, path->peer, path->cid_num);
+	if (!sess->connected_ev) {
+		ret = sess->ctx->link_ev
+			      ? sess->ctx->link_ev(sess,
+						   IBTRS_SRV_LINK_EV_CONNECTED,
+						   sess->priv)
+			      : 0;
+		if (ret) {
+			ibtrs_log(IBTRS_LOG_INFO,
+				  "session %s: refused by the application (%d)",
+				  sess->sessname, ret);
+			sess_unlink(sess);
+			while (sess->paths)
+				path_close(sess->paths, "session refused");
+			sess_put(sess);
+			return;
+		}
+		sess->connected_ev = true;
+	}
+	srv_send_info_rsp(con);
+}
+
+static void srv_hb_ack(struct srv_con *con)
+{
+	con->sess->ctx->ops->post_write(con->xcon, NULL, 0, 0, 0,
+					ibtrs_imm_hb(IBTRS_IMM_HB_ACK), 0,
+					IBTRS_XPRT_IMM);
+}
+
+static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
+{
+	struct srv_con *con = xcon->ctx;
+	struct srv_path *path = con->path;
+	int ret;
+
+	switch (wc->opcode) {
+	case IBTRS_WC_WRITE:
+		/* A READ answer left: the chunk is free. */
+		con_put(con);
+		return;
+	case IBTRS_WC_SEND:
+		return;
+	case IBTRS_WC_RECV:
+		if (!path)
+			return;
+		if (wc->wr_id != WR_ID_INFO) {
+			path_proto_error(path, "unexpected message");
+			return;
+		}
+		srv_process_info(con, wc->byte_len);
+		return;
+	case IBTRS_WC_RECV_IMM:
+		break;
+	}
+	if (!path)
+		return;
+	switch (ibtrs_imm_type(wc->imm)) {
+	case IBTRS_IMM_IO_REQ:
+		if (!path->connected) {
+			path_proto_error(path, "request before INFO_REQ");
+			return;
+		}
+		ret = srv_process_req(con, wc->imm);
+		if (ret == -EBUSY) {
+			path_proto_error(path, "request on a busy chunk");
+			return;
+		}
+		if (ret) {
+			path_proto_error(path, "malformed request");
+			return;
+		}
+		break;
+	case IBTRS_IMM_HB:
+		srv_hb_ack(con);
+		break;
+	default:
+		path_proto_error(path, "unknown immediate type");
+		return;
+	}
+	/* rdma_ev may have closed the path through a failed response. */
+	if (con->path)
+		con->sess->ctx->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
+}
+
+static const struct ibtrs_xprt_handler srv_handler = {
+	.wc = srv_con_wc,
+	.err = srv_con_err,
+};
+
+/* ------------------------------------------------------------------ */
+/* connection requests                                                  */
+
+static void reject(struct ibtrs_srv_ctx *ctx, struct ibtrs_xprt_connreq *req,
+		   int err)
+{
+	struct ibtrs_conn_rsp r = { .version = IBTRS_PROTO_VER,
+				    .err = (uint16_t)-err };
+	struct ibtrs_msg_conn_rsp m;
+
+	ibtrs_conn_rsp_encode(&m, &r);
+	ctx->ops->reject(req, &m);
+}
+
+static struct srv_path *find_path(struct ibtrs_srv *sess, const uint8_t *uuid)
+{
+	struct srv_path *p;
+
+	for (p = sess->paths; p; p = p->next)
+		if (!memcmp(p->uuid, uuid, IBTRS_UUID_LEN))
+			return p;
+	return NULL;
+}
+
+static struct ibtrs_srv *find_sess(struct ibtrs_srv_ctx *ctx,
+				   const uint8_t *uuid)
+{
+	struct ibtrs_srv *s;
+
+	for (s = ctx->sessions; s; s = s->next)
+		if (!memcmp(s->uuid, uuid, IBTRS_UUID_LEN))
+			return s;
+	return NULL;
+}
+
+static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
+			 struct ibtrs_xprt_connreq *req, uint16_t cid)
+{
+	struct ibtrs_srv *sess = path->sess;
+	struct ibtrs_xprt_con_attr attr = {
+		.max_send_wr = 2 * ctx->queue_depth + SRV_EXTRA_RECVS,
+		.max_recv_wr = ctx->queue_depth + SRV_EXTRA_RECVS + 1,
+		.max_send_sge = 2,
+	};
+	struct ibtrs_conn_rsp r = {
+		.version = IBTRS_PROTO_VER,
+		.queue_depth = (uint16_t)ctx->queue_depth,
+		.max_io_size = ctx->max_io_size,
+		.chunk_size = ctx->chunk_size,
+		.max_usr_msg = IBTRS_MAX_USR_MSG,
+	};
+	struct ibtrs_msg_conn_rsp m;
+	struct srv_con *con;
+	unsigned int i;
+	int ret;
+
+	con = calloc(1, sizeof(*con));
+	if (!con) {
+		reject(ctx, req, -ENOMEM);
+		return -ENOMEM;
+	}
+	ibtrs_conn_rsp_encode(&m, &r);
+	ret = ctx->ops->accept(req, sess->pd, &attr, &m, &con->xcon);
+	if (ret) {
+		free(con);
+		return ret;
+	}
+	con->sess = sess;
+	con->path = path;
+	con->cid = cid;
+	con->free_work.fn = con_free_work;
+	atomic_init(&con->refs, 1);
+	con->xcon->handler = &srv_handler;
+	con->xcon->ctx = con;
+	sess->refs++;
+	path->cons[cid] = con;
+	path->nr_cons++;
+
+	/* Receives first: con 0's first one takes INFO_REQ. */
+	ret = 0;
+	if (!cid)
+		ret = ctx->ops->post_recv(con->xcon, con->info_buf,
+					  sizeof(con->info_buf), WR_ID_INFO);
+	for (i = 0; !ret && i < ctx->queue_depth + SRV_EXTRA_RECVS; i++)
+		ret = ctx->ops->post_recv(con->xcon, NULL, 0, WR_ID_IMM);
+	if (!ret)
+		ret = ctx->ops->start(con->xcon, ctx->loop);
+	return ret;
+}
+
+static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
+			const struct ibtrs_connreq_info *info)
+{
+	struct ibtrs_srv_ctx *ctx = arg;
+	struct ibtrs_conn_req cr;
+	struct ibtrs_srv *sess;
+	struct srv_path *path;
+	char peer[64] = "?";
+	int ret;
+
+	ibtrs_sockaddr_to_str((const struct sockaddr *)&info->peer, peer,
+			      sizeof(peer));
+	ret = ibtrs_conn_req_decode(info->priv, sizeof(info->priv), &cr);
+	if (ret == -EPROTONOSUPPORT) {
+		ibtrs_log(
+			IBTRS_LOG_WARN,
+			"client %s refused: protocol version %u.%u, this server speaks %u.%u",
+			peer, cr.version >> 8, cr.version & 0xff,
+			IBTRS_PROTO_VER_MAJOR, IBTRS_PROTO_VER_MINOR);
+		reject(ctx, req, ret);
+		return;
+	}
+	if (ret) {
+		atomic_fetch_add(&ctx->proto_errors, 1);
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "client %s refused: bad connection request", peer);
+		reject(ctx, req, -EPROTO);
+		return;
+	}
+	sess = find_sess(ctx, cr.sess_uuid);
+	path = sess ? find_path(sess, cr.path_uuid) : NULL;
+	if (path && !cr.cid) {
+		/* The client reconnects this path: the old one is stale. */
+		path_close(path, "replaced by a reconnect");
+		path = NULL;
+		if (sess->closing)
+			sess = NULL; /* that was its last path */
+	}
+	if (!sess) {
+		if (!cr.first_conn || cr.cid) {
+			reject(ctx, req, -ENXIO);
+			return;
+		}
+		sess = sess_create(ctx, cr.sess_uuid, &ret);
+		if (!sess) {
+			ibtrs_log(
+				IBTRS_LOG_WARN,
+				"client %s refused: cannot create a session: %s",
+				peer, strerror(-ret));
+			reject(ctx, req, ret);
+			return;
+		}
+	}
+	if (!path) {
+		if (cr.cid || sess->nr_paths >= IBTRS_MAX_PATHS) {
+			reject(ctx, req, cr.cid ? -ENXIO : -ENOSPC);
+			goto drop_empty;
+		}
+		path = calloc(1, sizeof(*path));
+		if (!path) {
+			reject(ctx, req, -ENOMEM);
+			goto drop_empty;
+		}
+		path->sess = sess;
+		memcpy(path->uuid, cr.path_uuid, IBTRS_UUID_LEN);
+		path->cid_num = cr.cid_num;
+		snprintf(path->peer, sizeof(path->peer), "%s", peer);
+		path->next = sess->paths;
+		sess->paths = path;
+		sess->nr_paths++;
+	} else if (path->cid_num != cr.cid_num || path->cons[cr.cid] ||
+		   path->connected) {
+		reject(ctx, req, -EBUSY);
+		return;
+	}
+	ret = srv_con_setup(ctx, path, req, cr.cid);
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection %u failed: %s",
+			  peer, cr.cid, strerror(-ret));
+		path_close(path, "connection setup failed");
+	}
+	return;
+
+drop_empty:
+	if (!sess->nr_paths && !sess->closing) {
+		sess_unlink(sess);
+		sess_put(sess);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* public API                                                           */
+
+void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size)
+{
+	struct ibtrs_srv_opts d = {
+		.size = sizeof(d),
+		.port = IBTRS_DEFAULT_PORT,
+		.queue_depth = IBTRS_DEFAULT_QUEUE_DEPTH,
+		.max_io_size = IBTRS_DEFAULT_MAX_IO_SIZE,
+		.max_sessions = SRV_DEFAULT_MAX_SESSIONS,
+	};
+
+	if (!opts)
+		return;
+	if (size > sizeof(d)) {
+		memset(opts, 0, size);
+		size = sizeof(d);
+	}
+	memcpy(opts, &d, size);
+	opts->size = size;
+}
+
+static int srv_listen(struct ibtrs_srv_ctx *ctx, const struct ibtrs_srv_opts *o)
+{
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6,
+				     .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in any4 = { .sin_family = AF_INET,
+				    .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct sockaddr_storage bound;
+	int ret;
+
+	if (o->listen_addr) {
+		struct sockaddr_storage a;
+
+		memset(&a, 0, sizeof(a));
+		memcpy(&a, o->listen_addr, ibtrs_sockaddr_len(o->listen_addr));
+		if (a.ss_family == AF_INET &&
+		    !((struct sockaddr_in *)&a)->sin_port)
+			((struct sockaddr_in *)&a)->sin_port = htons(o->port);
+		else if (a.ss_family == AF_INET6 &&
+			 !((struct sockaddr_in6 *)&a)->sin6_port)
+			((struct sockaddr_in6 *)&a)->sin6_port = htons(o->port);
+		ret = ctx->ops->listen(ctx->loop, (struct sockaddr *)&a,
+				       srv_connreq, ctx, &ctx->listener);
+	} else {
+		any6.sin6_port = htons(o->port);
+		ret = ctx->ops->listen(ctx->loop, (struct sockaddr *)&any6,
+				       srv_connreq, ctx, &ctx->listener);
+		if (ret == -EAFNOSUPPORT) {
+			any4.sin_port = htons(o->port);
+			ret = ctx->ops->listen(ctx->loop,
+					       (struct sockaddr *)&any4,
+					       srv_connreq, ctx,
+					       &ctx->listener);
+		}
+	}
+	if (ret)
+		return ret;
+	ret = ctx->ops->listener_addr(ctx->listener, &bound);
+	if (ret)
+		return ret;
+	ctx->port = ntohs(bound.ss_family == AF_INET
+				  ? ((struct sockaddr_in *)&bound)->sin_port
+				  : ((struct sockaddr_in6 *)&bound)->sin6_port);
+	return 0;
+}
+
+static void srv_close_listener(void *arg)
+{
+	struct ibtrs_srv_ctx *ctx = arg;
+
+	ctx->ops->listener_close(ctx->listener);
+	ctx->listener = NULL;
+}
+
+struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
+{
+	struct ibtrs_srv_opts opts;
+	struct ibtrs_srv_ctx *ctx;
+	int ret, off_bits;
+
+	if (!o || o->size < offsetof(struct ibtrs_srv_opts, rdma_ev) ||
+	    o->size > sizeof(opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ibtrs_srv_opts_init(&opts, sizeof(opts));
+	memcpy(&opts, o, o->size);
+	if (!opts.rdma_ev || !opts.queue_depth ||
+	    opts.queue_depth > IBTRS_MAX_QUEUE_DEPTH || !opts.max_io_size ||
+	    opts.max_io_size > SRV_MAX_IO_SIZE || !opts.max_sessions) {
+		errno = EINVAL;
+		return NULL;
+	}
+	off_bits = ibtrs_imm_off_bits(opts.queue_depth,
+				      ibtrs_chunk_size(opts.max_io_size));
+	if (off_bits < 0) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"server: queue depth %u with max I/O size %u does not fit the immediate",
+			opts.queue_depth, opts.max_io_size);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->ops = ibtrs_xprt_find(opts.backend);
+	if (!ctx->ops) {
+		ibtrs_log(IBTRS_LOG_ERR, "server: unknown backend %s",
+			  opts.backend);
+		ret = -EINVAL;
+		goto free_ctx;
+	}
+	ctx->rdma_ev = opts.rdma_ev;
+	ctx->link_ev = opts.link_ev;
+	ctx->queue_depth = opts.queue_depth;
+	ctx->max_io_size = opts.max_io_size;
+	ctx->chunk_size = ibtrs_chunk_size(opts.max_io_size);
+	ctx->off_bits = (unsigned int)off_bits;
+	ctx->max_sessions = opts.max_sessions;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->cond, NULL);
+	ret = ibtrs_loop_create(&ctx->loop, "ibtrs-srv", NULL, NULL, 0);
+	if (ret)
+		goto destroy_sync;
+	ret = srv_listen(ctx, &opts);
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_ERR, "server: cannot listen on port %u: %s",
+			  opts.port, strerror(-ret));
+		goto destroy_loop;
+	}
+	ibtrs_log(IBTRS_LOG_INFO, "server: listening on port %u", ctx->port);
+	return ctx;
+
+destroy_loop:
+	if (ctx->listener)
+		ibtrs_loop_call(ctx->loop, srv_close_listener, ctx);
+	ibtrs_loop_destroy(ctx->loop);
+destroy_sync:
+	pthread_cond_destroy(&ctx->cond);
+	pthread_mutex_destroy(&ctx->lock);
+free_ctx:
+	free(ctx);
+	errno = -ret;
+	return NULL;
+}
+
+struct ibtrs_srv_ctx *ibtrs_srv_open(rdma_ev_fn *rdma_ev, link_ev_fn *link_ev,
+				     unsigned int port)
+{
+	struct ibtrs_srv_opts opts;
+
+	if (port > 65535) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ibtrs_srv_opts_init(&opts, sizeof(opts));
+	opts.rdma_ev = rdma_ev;
+	opts.link_ev = link_ev;
+	opts.port = (uint16_t)port;
+	return ibtrs_srv_open_opts(&opts);
+}
+
+uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx)
+{
+	return ctx ? ctx->port : 0;
+}
+
+static void srv_close_all(void *arg)
+{
+	struct ibtrs_srv_ctx *ctx = arg;
+
+	srv_close_listener(ctx);
+	while (ctx->sessions) {
+		struct ibtrs_srv *sess = ctx->sessions;
+
+		sess_unlink(sess);
+		while (sess->paths)
+			path_close(sess->paths, "server closing");
+		sess_put(sess);
+	}
+}
+
+void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	ibtrs_loop_call(ctx->loop, srv_close_all, ctx);
+	/* Sessions end once the application answered their requests. */
+	pthread_mutex_lock(&ctx->lock);
+	while (ctx->nr_sessions)
+		pthread_cond_wait(&ctx->cond, &ctx->lock);
+	pthread_mutex_unlock(&ctx->lock);
+	ibtrs_loop_destroy(ctx->loop);
+	pthread_cond_destroy(&ctx->cond);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+void ibtrs_srv_set_sess_priv(struct ibtrs_srv *sess, void *priv)
+{
+	if (sess)
+		sess->priv = priv;
+}
+
+int ibtrs_srv_get_queue_depth(struct ibtrs_srv *sess)
+{
+	return sess ? (int)sess->ctx->queue_depth : -EINVAL;
+}
+
+int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len)
+{
+	size_t n;
+
+	if (!sess || !sessname || !len)
+		return -EINVAL;
+	n = strlen(sess->sessname);
+	if (n >= len) {
+		memcpy(sessname, sess->sessname, len - 1);
+		sessname[len - 1] = '\0';
+		return -ENOBUFS;
+	}
+	memcpy(sessname, sess->sessname, n + 1);
+	return 0;
+}

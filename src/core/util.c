@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+/*
+ * util.c - UUIDs and path state names.
+ */
+#include <stdio.h>
+#include <sys/random.h>
+
+#include "core.h"
+
+void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_LEN])
+{
+	size_t got = 0;
+
+	while (got < IBTRS_UUID_LEN) {
+		ssize_t n = getrandom(uuid + got, IBTRS_UUID_LEN - got, 0);
+
+		if (n > 0)
+			got += (size_t)n;
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+void ibtrs_uuid_str(const uint8_t u[IBTRS_UUID_LEN], char *buf)
+{
+	snprintf(
+		buf, 37,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+const char *ibtrs_path_state_str(enum ibtrs_path_state state)
+{
+	switch (state) {
+	case IBTRS_PATH_CONNECTING:
+		return "connecting";
+	case IBTRS_PATH_CONNECTED:
+		return "connected";
+	case IBTRS_PATH_RECONNECTING:
+		return "reconnecting";
+	case IBTRS_PATH_CLOSING:
+		return "closing";
+	case IBTRS_PATH_CLOSED:
+		return "closed";
+	case IBTRS_PATH_DEAD:
+		return "dead";
+	}
+	return "unknown";
+}

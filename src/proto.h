@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto.h - the IBTRS wire format: messages, chunk trailers and immediates.
+ *
+ * Wire structs only; no in-memory state lives here. Every multi-byte field
+ * is little-endian on the wire and every struct has a fixed size checked at
+ * compile time. Encoders write a struct from host values, decoders check
+ * length, magic, type and ranges before any field is used, and return
+ * -EPROTO (or -EPROTONOSUPPORT for a version mismatch) on bad input.
+ * docs/protocol.md describes the same format in prose.
+ */
+#ifndef IBTRS_PROTO_H
+#define IBTRS_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IBTRS_MAGIC 0x1BBD
+#define IBTRS_PROTO_VER_MAJOR 1
+#define IBTRS_PROTO_VER_MINOR 0
+#define IBTRS_PROTO_VER ((IBTRS_PROTO_VER_MAJOR << 8) | IBTRS_PROTO_VER_MINOR)
+
+#define IBTRS_UUID_LEN 16
+#define IBTRS_SESSNAME_LEN 256	   /* on the wire, NUL-padded */
+#define IBTRS_MAX_CONS_PER_PATH 16 /* con 0 + at most 15 I/O cons */
+#define IBTRS_MAX_INFO_DESCS 64
+
+/* Room after the data in each chunk: user message plus trailer. */
+#define IBTRS_HDR_ROOM 4096u
+
+/* Immediate data: type in bits 31..28, payload in bits 27..0. */
+#define IBTRS_IMM_TYPE_SHIFT 28
+#define IBTRS_IMM_PAYLOAD_BITS 28
+#define IBTRS_IMM_PAYLOAD_MASK ((1u << IBTRS_IMM_PAYLOAD_BITS) - 1)
+#define IBTRS_IMM_ERRNO_BITS 12
+#define IBTRS_IMM_MAX_ERRNO ((1 << IBTRS_IMM_ERRNO_BITS) - 1) /* 4095 */
+#define IBTRS_IMM_RSP_ID_BITS 16
+
+enum ibtrs_imm_type {
+	IBTRS_IMM_IO_REQ = 0, /* client->server: chunk id + trailer offset */
+	IBTRS_IMM_IO_RSP = 1, /* server->client: chunk id + errno */
+	IBTRS_IMM_HB = 8,     /* heartbeat, payload 0 */
+	IBTRS_IMM_HB_ACK = 9, /* heartbeat answer, payload 0 */
+};
+
+/* Two-sided control messages (SEND into a posted receive). */
+enum ibtrs_msg_type {
+	IBTRS_MSG_INFO_REQ = 1,
+	IBTRS_MSG_INFO_RSP = 2,
+};
+
+/* Trailers a request writes into its chunk, after the user message. */
+enum ibtrs_trailer_type {
+	IBTRS_TRAILER_READ = 0x52,  /* 'R' */
+	IBTRS_TRAILER_WRITE = 0x57, /* 'W' */
+};
+
+#define IBTRS_CONN_FIRST 0x01 /* conn_req.flags: may create a session */
+
+/**
+ * struct ibtrs_msg_conn_req - first message of every connection (64 bytes)
+ *
+ * Carried as the private data of the backend's connect.
+ */
+struct ibtrs_msg_conn_req {
+	uint16_t magic;
+	uint16_t version;
+	uint16_t cid;
+	uint16_t cid_num;
+	uint16_t recon_cnt;
+	uint8_t flags;
+	uint8_t reserved0;
+	uint32_t reserved1;
+	uint8_t sess_uuid[IBTRS_UUID_LEN];
+	uint8_t path_uuid[IBTRS_UUID_LEN];
+	uint8_t reserved2[16];
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_msg_conn_req) == 64, "conn_req size");
+
+/**
+ * struct ibtrs_msg_conn_rsp - answer to conn_req (64 bytes)
+ *
+ * @err is 0 on accept, a positive errno on reject; the other fields are
+ * only meaningful on accept.
+ */
+struct ibtrs_msg_conn_rsp {
+	uint16_t magic;
+	uint16_t version;
+	uint16_t err;
+	uint16_t queue_depth;
+	uint32_t max_io_size;
+	uint32_t chunk_size;
+	uint32_t max_usr_msg;
+	uint32_t flags;
+	uint8_t reserved[40];
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_msg_conn_rsp) == 64, "conn_rsp size");
+
+/** struct ibtrs_msg_info_req - session name, sent once per path on con 0 */
+struct ibtrs_msg_info_req {
+	uint16_t type;
+	uint16_t reserved0;
+	uint32_t reserved1;
+	char sessname[IBTRS_SESSNAME_LEN];
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_msg_info_req) == 264, "info_req size");
+
+/** struct ibtrs_sg_desc - one registered memory region of the peer */
+struct ibtrs_sg_desc {
+	uint64_t addr;
+	uint32_t key;
+	uint32_t len;
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_sg_desc) == 16, "sg_desc size");
+
+/** struct ibtrs_msg_info_rsp - the chunk pool of the session */
+struct ibtrs_msg_info_rsp {
+	uint16_t type;
+	uint16_t sg_cnt;
+	uint32_t reserved;
+	struct ibtrs_sg_desc desc[];
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_msg_info_rsp) == 8, "info_rsp size");
+
+#define IBTRS_INFO_RSP_MAX_LEN               \
+	(sizeof(struct ibtrs_msg_info_rsp) + \
+	 IBTRS_MAX_INFO_DESCS * sizeof(struct ibtrs_sg_desc))
+
+/**
+ * struct ibtrs_trailer - last bytes a request writes into its chunk
+ * @type: IBTRS_TRAILER_READ or IBTRS_TRAILER_WRITE
+ * @usr_len: bytes of user message just before the trailer
+ * @gen: request generation of the tag (at-most-once bookkeeping)
+ * @desc: READ only: where the server writes the answer
+ *
+ * Chunk layout, WRITE: [data][user message][trailer], written from offset 0.
+ * READ: [room for data_len bytes][user message][trailer], written from
+ * offset data_len. The immediate carries the trailer's offset, which is
+ * data_len + usr_len.
+ */
+struct ibtrs_trailer {
+	uint16_t type;
+	uint16_t usr_len;
+	uint32_t gen;
+	struct ibtrs_sg_desc desc;
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_trailer) == 24, "trailer size");
+
+/* Largest user message that fits the header room with the trailer. */
+_Static_assert(IBTRS_HDR_ROOM >= 1024 + sizeof(struct ibtrs_trailer),
+	       "header room");
+
+/* Host-order views used by the encoders and decoders. */
+struct ibtrs_conn_req {
+	uint16_t version;
+	uint16_t cid;
+	uint16_t cid_num;
+	uint16_t recon_cnt;
+	bool first_conn;
+	uint8_t sess_uuid[IBTRS_UUID_LEN];
+	uint8_t path_uuid[IBTRS_UUID_LEN];
+};
+
+struct ibtrs_conn_rsp {
+	uint16_t version;
+	uint16_t err;
+	uint16_t queue_depth;
+	uint32_t max_io_size;
+	uint32_t chunk_size;
+	uint32_t max_usr_msg;
+};
+
+struct ibtrs_desc {
+	uint64_t addr;
+	uint32_t key;
+	uint32_t len;
+};
+
+struct ibtrs_req_trailer {
+	int dir; /* IBTRS_READ or IBTRS_WRITE */
+	uint16_t usr_len;
+	uint32_t gen;
+	struct ibtrs_desc desc;
+};
+
+void ibtrs_conn_req_encode(struct ibtrs_msg_conn_req *m,
+			   const struct ibtrs_conn_req *r);
+int ibtrs_conn_req_decode(const void *buf, size_t len,
+			  struct ibtrs_conn_req *r);
+void ibtrs_conn_rsp_encode(struct ibtrs_msg_conn_rsp *m,
+			   const struct ibtrs_conn_rsp *r);
+int ibtrs_conn_rsp_decode(const void *buf, size_t len,
+			  struct ibtrs_conn_rsp *r);
+
+void ibtrs_info_req_encode(struct ibtrs_msg_info_req *m, const char *name);
+/* @name gets the NUL-terminated name; rejects empty names and '/'. */
+int ibtrs_info_req_decode(const void *buf, size_t len,
+			  char name[IBTRS_SESSNAME_LEN]);
+/* Returns the encoded length. */
+size_t ibtrs_info_rsp_encode(void *buf, const struct ibtrs_desc *desc,
+			     unsigned int cnt);
+/* Fills at most @max descriptors; returns their count or -EPROTO. */
+int ibtrs_info_rsp_decode(const void *buf, size_t len, struct ibtrs_desc *desc,
+			  unsigned int max);
+
+void ibtrs_trailer_encode(struct ibtrs_trailer *m,
+			  const struct ibtrs_req_trailer *t);
+int ibtrs_trailer_decode(const void *buf, struct ibtrs_req_trailer *t);
+
+/*
+ * Immediate packing. A request carries {chunk id, trailer offset}: the chunk
+ * id sits above @off_bits bits of offset, where off_bits is fixed per
+ * session by ibtrs_imm_off_bits(). A response carries {errno, chunk id}:
+ * errno (0..4095) in bits 27..16, chunk id in bits 15..0.
+ */
+static inline unsigned int ibtrs_bits_for(uint32_t max_value)
+{
+	unsigned int bits = 0;
+
+	while (bits < 32 && (max_value >> bits))
+		bits++;
+	return bits;
+}
+
+/* Offset bits for a chunk size; -1 if @queue_depth does not fit beside. */
+static inline int ibtrs_imm_off_bits(uint32_t queue_depth, uint32_t chunk_size)
+{
+	unsigned int off_bits = ibtrs_bits_for(chunk_size);
+	unsigned int id_bits = ibtrs_bits_for(queue_depth - 1);
+
+	if (!queue_depth || queue_depth > (1u << IBTRS_IMM_RSP_ID_BITS) ||
+	    off_bits + id_bits > IBTRS_IMM_PAYLOAD_BITS)
+		return -1;
+	return (int)off_bits;
+}
+
+static inline uint32_t ibtrs_imm_type(uint32_t imm)
+{
+	return imm >> IBTRS_IMM_TYPE_SHIFT;
+}
+
+static inline uint32_t ibtrs_imm_req(uint32_t chunk, uint32_t off,
+				     unsigned int off_bits)
+{
+	return (IBTRS_IMM_IO_REQ << IBTRS_IMM_TYPE_SHIFT) |
+	       (chunk << off_bits) | off;
+}
+
+static inline void ibtrs_imm_req_unpack(uint32_t imm, unsigned int off_bits,
+					uint32_t *chunk, uint32_t *off)
+{
+	uint32_t payload = imm & IBTRS_IMM_PAYLOAD_MASK;
+
+	*chunk = payload >> off_bits;
+	*off = payload & ((1u << off_bits) - 1);
+}
+
+/* @err is 0 or a negative errno; values beyond -4095 become -EIO. */
+uint32_t ibtrs_imm_rsp(uint32_t chunk, int err);
+void ibtrs_imm_rsp_unpack(uint32_t imm, uint32_t *chunk, int *err);
+
+static inline uint32_t ibtrs_imm_hb(enum ibtrs_imm_type type)
+{
+	return (uint32_t)type << IBTRS_IMM_TYPE_SHIFT;
+}
+
+#endif /* IBTRS_PROTO_H */

@@ -1,0 +1,1308 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tcp.c - the tcp backend: RDMA semantics over a framed TCP stream.
+ *
+ * Send side: work requests queue on the connection; whoever finds nobody
+ * flushing gathers every queued frame (headers and the callers' buffers)
+ * into one sendmsg. While the loop thread is processing received frames it
+ * holds the flush back, so that the answers it posts leave together.
+ *
+ * Receive side: reads land in a staging buffer that holds many small frames
+ * per system call; a payload that did not arrive with its header is read
+ * straight into its destination (registered region or posted receive),
+ * together with the next bytes into the staging buffer.
+ *
+ * The verbs rules are enforced: keys issued here and checked on every
+ * access, bounds checked against the region, one posted receive consumed
+ * per immediate, a SEND larger than its receive or without one is fatal.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "log.h"
+#include "loop.h"
+#include "tcp_proto.h"
+#include "xprt.h"
+
+#define TCP_MAX_SGE 256		 /* iovecs of one region or work request */
+#define TCP_STAGING (256u << 10) /* receive staging buffer */
+#define TCP_DIRECT_MIN 8192	 /* read payloads this large directly */
+#define TCP_RX_BUDGET (4u << 20) /* bytes per event before yielding */
+#define TCP_FLUSH_WRS 64	 /* work requests per sendmsg */
+#define TCP_FLUSH_IOVS 1024
+#define TCP_MAX_PENDING 128 /* accepted sockets waiting for their hello */
+#define TCP_SLAB_WRS 64	    /* work requests allocated at a time */
+#define TCP_MAX_SLABS 128   /* so at most 8192 per connection */
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct tcp_pd {
+	pthread_mutex_t lock;
+	unsigned int max_mrs;
+	unsigned int nr_mrs; /* under @lock */
+	_Atomic(struct tcp_mr *) *mrs;
+};
+
+struct tcp_mr {
+	struct ibtrs_xprt_mr base;
+	struct tcp_pd *pd;
+	unsigned int idx;
+	pthread_spinlock_t lock;
+	uint16_t gen;	  /* under @lock */
+	bool mapped;	  /* under @lock */
+	unsigned int cnt; /* under @lock */
+	size_t len;	  /* under @lock */
+	unsigned int max_sge;
+	struct iovec iov[];
+};
+
+struct tcp_wr {
+	struct tcp_wr *next;
+	uint64_t wr_id;
+	unsigned int flags;
+	unsigned int cnt; /* iovecs, header included */
+	enum ibtrs_wc_opcode opcode;
+	struct tcp_frame hdr;
+	struct iovec iov[]; /* [0] is the header */
+};
+
+struct tcp_recv {
+	void *buf;
+	uint32_t len;
+	uint64_t wr_id;
+};
+
+enum rx_state {
+	RX_HDR,
+	RX_PAYLOAD,
+};
+
+struct tcp_con {
+	struct ibtrs_xprt_con base;
+	int fd;
+	struct tcp_pd *pd;
+	struct ibtrs_loop *loop;
+	struct ibtrs_loop_src src;
+	struct ibtrs_xprt_con_attr attr;
+	struct tcp_hello answer; /* server: sent by start() */
+	bool has_answer;
+	bool started;
+
+	/* send side, under sq_lock */
+	pthread_mutex_t sq_lock;
+	pthread_cond_t sq_cond; /* signalled when flushing ends */
+	struct tcp_wr *sq_head, *sq_tail;
+	size_t head_off; /* bytes of sq_head already sent */
+	struct tcp_wr *wr_free;
+	void *wr_slabs[TCP_MAX_SLABS]; /* work requests, TCP_SLAB_WRS each */
+	unsigned int nr_slabs;
+	size_t wr_stride;
+	bool flushing;
+	bool blocked; /* waiting for EPOLLOUT */
+	bool in_rx;   /* loop thread is processing received frames */
+	bool dead;
+	int send_err;
+
+	/* receive side, loop thread only */
+	struct tcp_recv *rq;
+	unsigned int rq_head, rq_cnt;
+	char *stage;
+	size_t st_head, st_tail;
+	enum rx_state state;
+	struct tcp_frame cur; /* host order */
+	struct iovec dst[TCP_MAX_SGE];
+	unsigned int dst_cnt, dst_idx;
+	size_t remaining;
+	bool failed; /* err() delivered or disconnected */
+};
+
+struct tcp_pending;
+
+struct tcp_listener {
+	int fd;
+	struct ibtrs_loop *loop;
+	struct ibtrs_loop_src src;
+	void (*connreq)(void *arg, struct ibtrs_xprt_connreq *req,
+			const struct ibtrs_connreq_info *info);
+	void *arg;
+	struct tcp_pending *pending; /* loop thread only */
+	unsigned int nr_pending;
+};
+
+/* An accepted socket waiting for its hello, then a connection request. */
+struct tcp_pending {
+	struct tcp_pending *next, **pprev;
+	struct tcp_listener *listener;
+	struct ibtrs_loop_src src;
+	struct tcp_hello hello;
+	size_t got;
+	struct ibtrs_connreq_info info;
+};
+
+static inline struct tcp_con *to_tcp_con(struct ibtrs_xprt_con *con)
+{
+	return container_of(con, struct tcp_con, base);
+}
+
+static inline struct tcp_mr *to_tcp_mr(struct ibtrs_xprt_mr *mr)
+{
+	return container_of(mr, struct tcp_mr, base);
+}
+
+/* ------------------------------------------------------------------ */
+/* protection domains and memory regions                               */
+
+static int tcp_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
+{
+	struct tcp_pd *pd;
+
+	if (!max_mrs || max_mrs > 0x10000)
+		return -EINVAL;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return -ENOMEM;
+	pd->mrs = calloc(max_mrs, sizeof(*pd->mrs));
+	if (!pd->mrs) {
+		free(pd);
+		return -ENOMEM;
+	}
+	pd->max_mrs = max_mrs;
+	pthread_mutex_init(&pd->lock, NULL);
+	*pdp = (struct ibtrs_xprt_pd *)pd;
+	return 0;
+}
+
+static void tcp_pd_free(struct ibtrs_xprt_pd *xpd)
+{
+	struct tcp_pd *pd = (struct tcp_pd *)xpd;
+
+	if (!pd)
+		return;
+	pthread_mutex_destroy(&pd->lock);
+	free(pd->mrs);
+	free(pd);
+}
+
+static int tcp_mr_alloc(struct ibtrs_xprt_pd *xpd, unsigned int max_sge,
+			struct ibtrs_xprt_mr **mrp)
+{
+	struct tcp_pd *pd = (struct tcp_pd *)xpd;
+	struct tcp_mr *mr;
+	unsigned int i;
+
+	if (!max_sge || max_sge > TCP_MAX_SGE)
+		return -EINVAL;
+	mr = calloc(1, sizeof(*mr) + max_sge * sizeof(struct iovec));
+	if (!mr)
+		return -ENOMEM;
+	mr->pd = pd;
+	mr->max_sge = max_sge;
+	mr->gen = (uint16_t)(rand() | 1);
+	pthread_spin_init(&mr->lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_lock(&pd->lock);
+	for (i = 0; i < pd->max_mrs; i++)
+		if (!atomic_load(&pd->mrs[i]))
+			break;
+	if (i == pd->max_mrs) {
+		pthread_mutex_unlock(&pd->lock);
+		pthread_spin_destroy(&mr->lock);
+		free(mr);
+		return -ENOSPC;
+	}
+	mr->idx = i;
+	atomic_store(&pd->mrs[i], mr);
+	pd->nr_mrs++;
+	pthread_mutex_unlock(&pd->lock);
+	*mrp = &mr->base;
+	return 0;
+}
+
+static int tcp_mr_map(struct ibtrs_xprt_mr *xmr, const struct iovec *iov,
+		      unsigned int cnt)
+{
+	struct tcp_mr *mr = to_tcp_mr(xmr);
+	size_t len = 0;
+	unsigned int i;
+
+	if (cnt > mr->max_sge)
+		return -EINVAL;
+	for (i = 0; i < cnt; i++) {
+		if (iov[i].iov_len > SIZE_MAX - len)
+			return -EINVAL;
+		len += iov[i].iov_len;
+	}
+	pthread_spin_lock(&mr->lock);
+	memcpy(mr->iov, iov, cnt * sizeof(*iov));
+	mr->cnt = cnt;
+	mr->len = len;
+	if (++mr->gen == 0)
+		mr->gen = 1;
+	mr->mapped = true;
+	mr->base.key = ((uint32_t)mr->gen << 16) | mr->idx;
+	mr->base.addr = 0; /* the peer addresses offsets from the start */
+	pthread_spin_unlock(&mr->lock);
+	return 0;
+}
+
+static void tcp_mr_unmap(struct ibtrs_xprt_mr *xmr)
+{
+	struct tcp_mr *mr = to_tcp_mr(xmr);
+
+	pthread_spin_lock(&mr->lock);
+	mr->mapped = false;
+	pthread_spin_unlock(&mr->lock);
+}
+
+static void tcp_mr_free(struct ibtrs_xprt_mr *xmr)
+{
+	struct tcp_mr *mr;
+
+	if (!xmr)
+		return;
+	mr = to_tcp_mr(xmr);
+	pthread_mutex_lock(&mr->pd->lock);
+	atomic_store(&mr->pd->mrs[mr->idx], NULL);
+	mr->pd->nr_mrs--;
+	pthread_mutex_unlock(&mr->pd->lock);
+	pthread_spin_destroy(&mr->lock);
+	free(mr);
+}
+
+/*
+ * Resolve (rkey, raddr, len) into the connection's destination cursor.
+ * Returns -EPROTO for a bad key or range, as a remote access error.
+ */
+static int tcp_mr_resolve(struct tcp_con *c, uint32_t rkey, uint64_t raddr,
+			  size_t len)
+{
+	unsigned int idx = rkey & 0xffff, i, n = 0;
+	struct tcp_mr *mr;
+	int ret = -EPROTO;
+
+	if (!c->pd || idx >= c->pd->max_mrs)
+		return -EPROTO;
+	mr = atomic_load(&c->pd->mrs[idx]);
+	if (!mr)
+		return -EPROTO;
+	pthread_spin_lock(&mr->lock);
+	if (!mr->mapped || mr->base.key != rkey || raddr > mr->len ||
+	    len > mr->len - raddr)
+		goto out;
+	for (i = 0; i < mr->cnt && len; i++) {
+		size_t l = mr->iov[i].iov_len;
+
+		if (raddr >= l) {
+			raddr -= l;
+			continue;
+		}
+		l -= raddr;
+		if (l > len)
+			l = len;
+		c->dst[n].iov_base = (char *)mr->iov[i].iov_base + raddr;
+		c->dst[n].iov_len = l;
+		n++;
+		len -= l;
+		raddr = 0;
+	}
+	c->dst_cnt = n;
+	c->dst_idx = 0;
+	ret = 0;
+out:
+	pthread_spin_unlock(&mr->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* connections: common setup                                            */
+
+static void tcp_sockopts(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static int tcp_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Work requests come in slabs, allocated as the queue first grows and kept
+ * for reuse: a connection that has warmed up allocates nothing. Under
+ * sq_lock once the connection is shared.
+ */
+static int tcp_wr_grow(struct tcp_con *c)
+{
+	unsigned int i, max = c->attr.max_send_wr;
+	char *slab;
+
+	if (c->nr_slabs == TCP_MAX_SLABS ||
+	    (size_t)c->nr_slabs * TCP_SLAB_WRS >= max)
+		return -ENOMEM;
+	slab = calloc(TCP_SLAB_WRS, c->wr_stride);
+	if (!slab)
+		return -ENOMEM;
+	c->wr_slabs[c->nr_slabs++] = slab;
+	for (i = 0; i < TCP_SLAB_WRS; i++) {
+		struct tcp_wr *wr = (struct tcp_wr *)(slab + i * c->wr_stride);
+
+		wr->next = c->wr_free;
+		c->wr_free = wr;
+	}
+	return 0;
+}
+
+static struct tcp_con *tcp_con_alloc(int fd, struct tcp_pd *pd,
+				     const struct ibtrs_xprt_con_attr *attr)
+{
+	struct tcp_con *c;
+
+	if (!attr->max_send_wr || !attr->max_recv_wr || !attr->max_send_sge ||
+	    attr->max_send_sge > TCP_MAX_SGE)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->pd = pd;
+	c->attr = *attr;
+	c->wr_stride = sizeof(struct tcp_wr) +
+		       (attr->max_send_sge + 1) * sizeof(struct iovec);
+	c->rq = calloc(attr->max_recv_wr, sizeof(*c->rq));
+	c->stage = malloc(TCP_STAGING);
+	if (!c->rq || !c->stage || tcp_wr_grow(c)) {
+		free(c->rq);
+		free(c->stage);
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->sq_lock, NULL);
+	pthread_cond_init(&c->sq_cond, NULL);
+	c->state = RX_HDR;
+	return c;
+}
+
+static void tcp_destroy(struct ibtrs_xprt_con *xcon)
+{
+	struct tcp_con *c;
+
+	if (!xcon)
+		return;
+	c = to_tcp_con(xcon);
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_mutex_destroy(&c->sq_lock);
+	pthread_cond_destroy(&c->sq_cond);
+	while (c->nr_slabs)
+		free(c->wr_slabs[--c->nr_slabs]);
+	free(c->rq);
+	free(c->stage);
+	free(c);
+}
+
+/* Full blocking I/O with a deadline, for the hello only. */
+static int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
+			   uint64_t deadline_ns)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct pollfd p = { .fd = fd,
+				    .events = out ? POLLOUT : POLLIN };
+		uint64_t now = ibtrs_now_ns();
+		ssize_t n;
+		int r;
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)((deadline_ns - now) / 1000000 + 1));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (!r)
+			return -ETIMEDOUT;
+		if (out)
+			n = send(fd, (char *)buf + done, len - done,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		else
+			n = recv(fd, (char *)buf + done, len - done,
+				 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return -ECONNRESET;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int tcp_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
+		       const struct sockaddr *dst,
+		       const struct ibtrs_xprt_con_attr *attr, const void *priv,
+		       void *rsp, unsigned int timeout_ms,
+		       struct ibtrs_xprt_con **conp)
+{
+	uint64_t deadline = ibtrs_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct tcp_hello hello = { .magic = TCP_HELLO_MAGIC };
+	socklen_t alen = ibtrs_sockaddr_len(dst);
+	struct tcp_con *c;
+	int fd, ret, err;
+	socklen_t elen = sizeof(err);
+	struct pollfd p;
+
+	if (!alen)
+		return -EAFNOSUPPORT;
+	fd = socket(dst->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    0);
+	if (fd < 0)
+		return -errno;
+	if (src && bind(fd, src, ibtrs_sockaddr_len(src))) {
+		ret = -errno;
+		goto close_fd;
+	}
+	if (connect(fd, dst, alen) && errno != EINPROGRESS) {
+		ret = -errno;
+		goto close_fd;
+	}
+	p.fd = fd;
+	p.events = POLLOUT;
+	do {
+		ret = poll(&p, 1, (int)timeout_ms);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	if (!ret) {
+		ret = -ETIMEDOUT;
+		goto close_fd;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) || err) {
+		ret = err ? -err : -errno;
+		goto close_fd;
+	}
+	tcp_sockopts(fd);
+	memcpy(hello.priv, priv, sizeof(hello.priv));
+	ret = tcp_io_deadline(fd, &hello, sizeof(hello), true, deadline);
+	if (ret)
+		goto close_fd;
+	ret = tcp_io_deadline(fd, &hello, sizeof(hello), false, deadline);
+	if (ret)
+		goto close_fd;
+	if (memcmp(hello.magic, TCP_HELLO_MAGIC, 4)) {
+		ret = -EPROTO;
+		goto close_fd;
+	}
+	memcpy(rsp, hello.priv, sizeof(hello.priv));
+	if (le32toh(hello.status) != TCP_HELLO_ACCEPT) {
+		ret = -ECONNREFUSED;
+		goto close_fd;
+	}
+	c = tcp_con_alloc(fd, (struct tcp_pd *)xpd, attr);
+	if (!c) {
+		ret = -ENOMEM;
+		goto close_fd;
+	}
+	*conp = &c->base;
+	return 0;
+
+close_fd:
+	close(fd);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* send side                                                            */
+
+/* Give the finished work requests back; report the signalled ones. */
+static void tcp_complete_sends(struct tcp_con *c, struct tcp_wr **done,
+			       unsigned int n)
+{
+	struct ibtrs_wc wc = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (!(done[i]->flags & IBTRS_XPRT_SIGNALED))
+			continue;
+		wc.wr_id = done[i]->wr_id;
+		wc.opcode = done[i]->opcode;
+		c->base.handler->wc(&c->base, &wc);
+	}
+	pthread_mutex_lock(&c->sq_lock);
+	for (i = 0; i < n; i++) {
+		done[i]->next = c->wr_free;
+		c->wr_free = done[i];
+	}
+	pthread_mutex_unlock(&c->sq_lock);
+}
+
+/* Drop queued work requests of a dead connection; under sq_lock. */
+static void tcp_drop_queue(struct tcp_con *c)
+{
+	while (c->sq_head) {
+		struct tcp_wr *wr = c->sq_head;
+
+		c->sq_head = wr->next;
+		wr->next = c->wr_free;
+		c->wr_free = wr;
+	}
+	c->sq_tail = NULL;
+	c->head_off = 0;
+}
+
+/*
+ * Send everything queued, many frames per sendmsg. Runs on whichever
+ * thread finds nobody else flushing; returns with the queue empty, or
+ * with EPOLLOUT armed, or with the connection failed.
+ */
+static void tcp_flush(struct tcp_con *c)
+{
+	struct iovec iov[TCP_FLUSH_IOVS];
+	struct tcp_wr *done[TCP_FLUSH_WRS];
+
+	pthread_mutex_lock(&c->sq_lock);
+	if (c->flushing || c->blocked || c->dead || c->in_rx) {
+		pthread_mutex_unlock(&c->sq_lock);
+		return;
+	}
+	c->flushing = true;
+	while (c->sq_head && !c->dead) {
+		struct msghdr msg = { .msg_iov = iov };
+		size_t skip = c->head_off, sent;
+		unsigned int niov = 0, nwr = 0, i;
+		struct tcp_wr *wr;
+		ssize_t n;
+
+		/* Gather: headers and payloads of up to TCP_FLUSH_WRS frames.
+		 */
+		for (wr = c->sq_head; wr && nwr < TCP_FLUSH_WRS;
+		     wr = wr->next) {
+			if (niov + wr->cnt > TCP_FLUSH_IOVS)
+				break;
+			for (i = 0; i < wr->cnt; i++) {
+				if (skip >= wr->iov[i].iov_len) {
+					skip -= wr->iov[i].iov_len;
+					continue;
+				}
+				iov[niov].iov_base =
+					(char *)wr->iov[i].iov_base + skip;
+				iov[niov].iov_len = wr->iov[i].iov_len - skip;
+				skip = 0;
+				niov++;
+			}
+			nwr++;
+		}
+		pthread_mutex_unlock(&c->sq_lock);
+
+		msg.msg_iovlen = niov;
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		pthread_mutex_lock(&c->sq_lock);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				c->blocked = true;
+				ibtrs_loop_mod(c->loop, &c->src,
+					       EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+			} else {
+				/* The loop thread sees the shutdown and fails
+				 * the connection with this error. */
+				c->send_err = -errno;
+				shutdown(c->fd, SHUT_RDWR);
+			}
+			break;
+		}
+		/* Retire the frames that left completely. */
+		sent = (size_t)n + c->head_off;
+		nwr = 0;
+		while ((wr = c->sq_head)) {
+			size_t total = 0;
+
+			for (i = 0; i < wr->cnt; i++)
+				total += wr->iov[i].iov_len;
+			if (sent < total)
+				break;
+			sent -= total;
+			c->sq_head = wr->next;
+			if (!c->sq_head)
+				c->sq_tail = NULL;
+			done[nwr++] = wr;
+			if (nwr == TCP_FLUSH_WRS)
+				break;
+		}
+		c->head_off = sent;
+		if (nwr) {
+			pthread_mutex_unlock(&c->sq_lock);
+			tcp_complete_sends(c, done, nwr);
+			pthread_mutex_lock(&c->sq_lock);
+		}
+	}
+	c->flushing = false;
+	pthread_cond_broadcast(&c->sq_cond);
+	pthread_mutex_unlock(&c->sq_lock);
+}
+
+static int tcp_post(struct tcp_con *c, const struct iovec *iov,
+		    unsigned int cnt, const struct tcp_frame *hdr,
+		    uint64_t wr_id, unsigned int flags,
+		    enum ibtrs_wc_opcode opcode)
+{
+	struct tcp_wr *wr;
+	size_t len = 0;
+	unsigned int i;
+	bool started;
+
+	if (cnt > c->attr.max_send_sge)
+		return -EINVAL;
+	for (i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	if (len > TCP_MAX_FRAME_LEN)
+		return -EMSGSIZE;
+
+	pthread_mutex_lock(&c->sq_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&c->sq_lock);
+		return -ENOTCONN;
+	}
+	if (!c->wr_free && tcp_wr_grow(c)) {
+		pthread_mutex_unlock(&c->sq_lock);
+		return -ENOMEM;
+	}
+	wr = c->wr_free;
+	c->wr_free = wr->next;
+	wr->next = NULL;
+	wr->wr_id = wr_id;
+	wr->flags = flags;
+	wr->opcode = opcode;
+	wr->hdr = *hdr;
+	wr->hdr.len = htole32((uint32_t)len);
+	wr->iov[0].iov_base = &wr->hdr;
+	wr->iov[0].iov_len = sizeof(wr->hdr);
+	memcpy(&wr->iov[1], iov, cnt * sizeof(*iov));
+	wr->cnt = cnt + 1;
+	if (c->sq_tail)
+		c->sq_tail->next = wr;
+	else
+		c->sq_head = wr;
+	c->sq_tail = wr;
+	started = c->started;
+	pthread_mutex_unlock(&c->sq_lock);
+
+	if (started)
+		tcp_flush(c);
+	return 0;
+}
+
+static int tcp_post_send(struct ibtrs_xprt_con *xcon, const struct iovec *iov,
+			 unsigned int cnt, uint64_t wr_id, unsigned int flags)
+{
+	struct tcp_frame hdr = { .op = TCP_OP_SEND };
+
+	return tcp_post(to_tcp_con(xcon), iov, cnt, &hdr, wr_id, flags,
+			IBTRS_WC_SEND);
+}
+
+static int tcp_post_write(struct ibtrs_xprt_con *xcon, const struct iovec *iov,
+			  unsigned int cnt, uint64_t raddr, uint32_t rkey,
+			  uint32_t imm, uint64_t wr_id, unsigned int flags)
+{
+	struct tcp_frame hdr = {
+		.op = (flags & IBTRS_XPRT_IMM) ? TCP_OP_WRITE_IMM
+					       : TCP_OP_WRITE,
+		.imm = htole32(imm),
+		.rkey = htole32(rkey),
+		.raddr = htole64(raddr),
+	};
+
+	return tcp_post(to_tcp_con(xcon), iov, cnt, &hdr, wr_id, flags,
+			IBTRS_WC_WRITE);
+}
+
+static int tcp_post_recv(struct ibtrs_xprt_con *xcon, void *buf, uint32_t len,
+			 uint64_t wr_id)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+	unsigned int slot;
+
+	if (c->rq_cnt == c->attr.max_recv_wr)
+		return -ENOMEM;
+	slot = (c->rq_head + c->rq_cnt) % c->attr.max_recv_wr;
+	c->rq[slot].buf = buf;
+	c->rq[slot].len = len;
+	c->rq[slot].wr_id = wr_id;
+	c->rq_cnt++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* receive side                                                         */
+
+/* Stop the connection; with @err, report it once. Loop thread. */
+static void tcp_fail(struct tcp_con *c, int err)
+{
+	bool started;
+
+	if (c->failed)
+		return;
+	c->failed = true;
+	pthread_mutex_lock(&c->sq_lock);
+	c->dead = true;
+	tcp_drop_queue(c);
+	/* Another thread may be inside sendmsg with queued buffers. */
+	while (c->flushing)
+		pthread_cond_wait(&c->sq_cond, &c->sq_lock);
+	started = c->started;
+	pthread_mutex_unlock(&c->sq_lock);
+	if (started)
+		ibtrs_loop_del(c->loop, &c->src);
+	shutdown(c->fd, SHUT_RDWR);
+	if (err)
+		c->base.handler->err(&c->base, err);
+}
+
+static void tcp_disconnect(struct ibtrs_xprt_con *xcon)
+{
+	tcp_fail(to_tcp_con(xcon), 0);
+}
+
+/* Header complete in c->cur: check it and set up the destination. */
+static int tcp_rx_header(struct tcp_con *c)
+{
+	struct tcp_frame *f = &c->cur;
+	struct tcp_recv *r;
+
+	if (f->flags || f->reserved || f->len > TCP_MAX_FRAME_LEN)
+		return -EPROTO;
+	switch (f->op) {
+	case TCP_OP_SEND:
+		if (!c->rq_cnt) {
+			ibtrs_log_rl(IBTRS_LOG_ERR,
+				     "tcp: SEND with no receive posted");
+			return -EPROTO;
+		}
+		r = &c->rq[c->rq_head];
+		if (f->len > r->len) {
+			ibtrs_log_rl(
+				IBTRS_LOG_ERR,
+				"tcp: SEND of %u bytes into a %u-byte receive",
+				f->len, r->len);
+			return -EPROTO;
+		}
+		c->dst[0].iov_base = r->buf;
+		c->dst[0].iov_len = f->len;
+		c->dst_cnt = 1;
+		c->dst_idx = 0;
+		break;
+	case TCP_OP_WRITE_IMM:
+		if (!c->rq_cnt) {
+			ibtrs_log_rl(IBTRS_LOG_ERR,
+				     "tcp: immediate with no receive posted");
+			return -EPROTO;
+		}
+		/* fall through */
+	case TCP_OP_WRITE:
+		c->dst_cnt = 0;
+		c->dst_idx = 0;
+		if (f->len && tcp_mr_resolve(c, f->rkey, f->raddr, f->len)) {
+			ibtrs_log_rl(
+				IBTRS_LOG_ERR,
+				"tcp: remote access error: key %#x offset %llu len %u",
+				f->rkey, (unsigned long long)f->raddr, f->len);
+			return -EPROTO;
+		}
+		break;
+	default:
+		ibtrs_log_rl(IBTRS_LOG_ERR, "tcp: unknown frame op %u", f->op);
+		return -EPROTO;
+	}
+	c->remaining = f->len;
+	return 0;
+}
+
+/* Payload complete: deliver the completion. */
+static void tcp_rx_complete(struct tcp_con *c)
+{
+	struct ibtrs_wc wc = { .byte_len = c->cur.len };
+	struct tcp_recv *r;
+
+	if (c->cur.op == TCP_OP_WRITE)
+		return;
+	r = &c->rq[c->rq_head];
+	c->rq_head = (c->rq_head + 1) % c->attr.max_recv_wr;
+	c->rq_cnt--;
+	wc.wr_id = r->wr_id;
+	if (c->cur.op == TCP_OP_SEND) {
+		wc.opcode = IBTRS_WC_RECV;
+	} else {
+		wc.opcode = IBTRS_WC_RECV_IMM;
+		wc.imm = c->cur.imm;
+	}
+	c->base.handler->wc(&c->base, &wc);
+}
+
+/* Move up to @n staged bytes into the destination cursor. */
+static size_t tcp_copy_out(struct tcp_con *c, const char *src, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n && c->dst_idx < c->dst_cnt) {
+		struct iovec *d = &c->dst[c->dst_idx];
+		size_t l = d->iov_len < n - done ? d->iov_len : n - done;
+
+		memcpy(d->iov_base, src + done, l);
+		d->iov_base = (char *)d->iov_base + l;
+		d->iov_len -= l;
+		done += l;
+		if (!d->iov_len)
+			c->dst_idx++;
+	}
+	return done;
+}
+
+/* Account @n payload bytes that reached the destination. */
+static void tcp_advance_dst(struct tcp_con *c, size_t n)
+{
+	while (n && c->dst_idx < c->dst_cnt) {
+		struct iovec *d = &c->dst[c->dst_idx];
+		size_t l = d->iov_len < n ? d->iov_len : n;
+
+		d->iov_base = (char *)d->iov_base + l;
+		d->iov_len -= l;
+		n -= l;
+		if (!d->iov_len)
+			c->dst_idx++;
+	}
+}
+
+/* Parse every complete frame in the staging buffer. */
+static int tcp_rx_parse(struct tcp_con *c)
+{
+	int ret;
+
+	while (!c->failed) {
+		size_t avail = c->st_tail - c->st_head;
+
+		if (c->state == RX_HDR) {
+			struct tcp_frame f;
+
+			if (avail < sizeof(f))
+				break;
+			memcpy(&f, c->stage + c->st_head, sizeof(f));
+			c->st_head += sizeof(f);
+			c->cur.op = f.op;
+			c->cur.flags = f.flags;
+			c->cur.reserved = le16toh(f.reserved);
+			c->cur.imm = le32toh(f.imm);
+			c->cur.len = le32toh(f.len);
+			c->cur.rkey = le32toh(f.rkey);
+			c->cur.raddr = le64toh(f.raddr);
+			ret = tcp_rx_header(c);
+			if (ret)
+				return ret;
+			c->state = RX_PAYLOAD;
+			avail = c->st_tail - c->st_head;
+		}
+		if (c->remaining) {
+			size_t n = avail < c->remaining ? avail : c->remaining;
+
+			tcp_copy_out(c, c->stage + c->st_head, n);
+			c->st_head += n;
+			c->remaining -= n;
+			if (c->remaining)
+				break;
+		}
+		c->state = RX_HDR;
+		tcp_rx_complete(c);
+	}
+	if (c->st_head == c->st_tail)
+		c->st_head = c->st_tail = 0;
+	return 0;
+}
+
+/* One read: straight into the destination when a large payload is due. */
+static ssize_t tcp_rx_read(struct tcp_con *c)
+{
+	struct iovec iov[64];
+	unsigned int n = 0, i;
+	size_t want = 0;
+	ssize_t r;
+
+	if (c->st_tail == TCP_STAGING && c->st_head) {
+		memmove(c->stage, c->stage + c->st_head,
+			c->st_tail - c->st_head);
+		c->st_tail -= c->st_head;
+		c->st_head = 0;
+	}
+	if (c->state == RX_PAYLOAD && c->remaining >= TCP_DIRECT_MIN &&
+	    c->st_head == c->st_tail) {
+		for (i = c->dst_idx; i < c->dst_cnt && n < 63; i++) {
+			iov[n++] = c->dst[i];
+			want += c->dst[i].iov_len;
+		}
+	}
+	iov[n].iov_base = c->stage + c->st_tail;
+	iov[n].iov_len = TCP_STAGING - c->st_tail;
+	n++;
+	r = readv(c->fd, iov, (int)n);
+	if (r <= 0)
+		return r;
+	if (want) {
+		size_t direct = (size_t)r < want ? (size_t)r : want;
+
+		tcp_advance_dst(c, direct);
+		c->remaining -= direct;
+		c->st_tail += (size_t)r - direct;
+	} else {
+		c->st_tail += (size_t)r;
+	}
+	return r;
+}
+
+static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct tcp_con *c = container_of(src, struct tcp_con, src);
+	size_t budget = 0;
+	int ret = 0;
+
+	if (events & EPOLLOUT) {
+		pthread_mutex_lock(&c->sq_lock);
+		c->blocked = false;
+		pthread_mutex_unlock(&c->sq_lock);
+		ibtrs_loop_mod(c->loop, &c->src, EPOLLIN | EPOLLRDHUP);
+	}
+	pthread_mutex_lock(&c->sq_lock);
+	c->in_rx = true;
+	pthread_mutex_unlock(&c->sq_lock);
+
+	while (!c->failed && budget < TCP_RX_BUDGET) {
+		ssize_t r = tcp_rx_read(c);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				ret = -errno;
+			break;
+		}
+		if (!r) {
+			ret = -ECONNRESET;
+			break;
+		}
+		budget += (size_t)r;
+		ret = tcp_rx_parse(c);
+		if (ret)
+			break;
+	}
+
+	pthread_mutex_lock(&c->sq_lock);
+	c->in_rx = false;
+	if (!ret && c->send_err)
+		ret = c->send_err;
+	pthread_mutex_unlock(&c->sq_lock);
+	if (ret) {
+		tcp_fail(c, ret);
+		return;
+	}
+	if (!c->failed)
+		tcp_flush(c);
+}
+
+static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+	int ret;
+
+	ret = tcp_set_nonblock(c->fd);
+	if (ret)
+		return ret;
+	if (c->has_answer) {
+		ssize_t n = send(c->fd, &c->answer, sizeof(c->answer),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n != (ssize_t)sizeof(c->answer))
+			return n < 0 ? -errno : -EIO;
+	}
+	c->loop = loop;
+	c->src.fd = c->fd;
+	c->src.cb = tcp_con_event;
+	ret = ibtrs_loop_add(loop, &c->src, EPOLLIN | EPOLLRDHUP);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->sq_lock);
+	c->started = true;
+	pthread_mutex_unlock(&c->sq_lock);
+	tcp_flush(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* listener                                                             */
+
+static void pending_free(struct tcp_pending *p, bool close_fd)
+{
+	struct tcp_listener *l = p->listener;
+
+	*p->pprev = p->next;
+	if (p->next)
+		p->next->pprev = p->pprev;
+	l->nr_pending--;
+	ibtrs_loop_del(l->loop, &p->src);
+	if (close_fd)
+		close(p->src.fd);
+	free(p);
+}
+
+static void pending_event(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct tcp_pending *p = container_of(src, struct tcp_pending, src);
+	struct tcp_listener *l = p->listener;
+	socklen_t alen;
+	ssize_t n;
+
+	(void)events;
+	n = recv(src->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got,
+		 MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		pending_free(p, true);
+		return;
+	}
+	p->got += (size_t)n;
+	if (p->got < sizeof(p->hello))
+		return;
+	if (memcmp(p->hello.magic, TCP_HELLO_MAGIC, 4) || p->hello.status) {
+		ibtrs_log_rl(IBTRS_LOG_WARN,
+			     "tcp: connection without a valid hello dropped");
+		pending_free(p, true);
+		return;
+	}
+	memcpy(p->info.priv, p->hello.priv, sizeof(p->info.priv));
+	alen = sizeof(p->info.local);
+	getsockname(src->fd, (struct sockaddr *)&p->info.local, &alen);
+	/* Unlink; the request now belongs to the connreq callback. */
+	*p->pprev = p->next;
+	if (p->next)
+		p->next->pprev = p->pprev;
+	l->nr_pending--;
+	ibtrs_loop_del(l->loop, &p->src);
+	p->next = NULL;
+	p->pprev = &p->next;
+	l->connreq(l->arg, (struct ibtrs_xprt_connreq *)p, &p->info);
+}
+
+static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct tcp_listener *l = container_of(src, struct tcp_listener, src);
+	int i;
+
+	(void)events;
+	for (i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t alen = sizeof(ss);
+		struct tcp_pending *p;
+		int fd;
+
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &alen,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				ibtrs_log_rl(IBTRS_LOG_WARN, "tcp: accept: %s",
+					     strerror(errno));
+			return;
+		}
+		/* Too many silent peers: the oldest one goes. */
+		if (l->nr_pending >= TCP_MAX_PENDING) {
+			struct tcp_pending *old = l->pending;
+
+			while (old->next)
+				old = old->next;
+			pending_free(old, true);
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			close(fd);
+			continue;
+		}
+		tcp_sockopts(fd);
+		p->listener = l;
+		p->info.peer = ss;
+		p->src.fd = fd;
+		p->src.cb = pending_event;
+		p->next = l->pending;
+		if (p->next)
+			p->next->pprev = &p->next;
+		p->pprev = &l->pending;
+		l->pending = p;
+		l->nr_pending++;
+		if (ibtrs_loop_add(l->loop, &p->src, EPOLLIN | EPOLLRDHUP))
+			pending_free(p, true);
+	}
+}
+
+static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		      void (*connreq)(void *arg, struct ibtrs_xprt_connreq *req,
+				      const struct ibtrs_connreq_info *info),
+		      void *arg, struct ibtrs_xprt_listener **lp)
+{
+	socklen_t alen = ibtrs_sockaddr_len(addr);
+	struct tcp_listener *l;
+	int one = 1, zero = 0, ret;
+
+	if (!alen)
+		return -EAFNOSUPPORT;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->fd = socket(addr->sa_family,
+		       SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (l->fd < 0) {
+		ret = -errno;
+		goto free_l;
+	}
+	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (addr->sa_family == AF_INET6)
+		setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero,
+			   sizeof(zero));
+	if (bind(l->fd, addr, alen) || listen(l->fd, 128)) {
+		ret = -errno;
+		goto close_fd;
+	}
+	l->loop = loop;
+	l->connreq = connreq;
+	l->arg = arg;
+	l->src.fd = l->fd;
+	l->src.cb = listener_event;
+	ret = ibtrs_loop_add(loop, &l->src, EPOLLIN);
+	if (ret)
+		goto close_fd;
+	*lp = (struct ibtrs_xprt_listener *)l;
+	return 0;
+
+close_fd:
+	close(l->fd);
+free_l:
+	free(l);
+	return ret;
+}
+
+static int tcp_listener_addr(struct ibtrs_xprt_listener *xl,
+			     struct sockaddr_storage *addr)
+{
+	struct tcp_listener *l = (struct tcp_listener *)xl;
+	socklen_t alen = sizeof(*addr);
+
+	return getsockname(l->fd, (struct sockaddr *)addr, &alen) ? -errno : 0;
+}
+
+/* Loop thread, or after the loop stopped. */
+static void tcp_listener_close(struct ibtrs_xprt_listener *xl)
+{
+	struct tcp_listener *l = (struct tcp_listener *)xl;
+
+	if (!l)
+		return;
+	ibtrs_loop_del(l->loop, &l->src);
+	while (l->pending)
+		pending_free(l->pending, true);
+	close(l->fd);
+	free(l);
+}
+
+static int tcp_accept(struct ibtrs_xprt_connreq *req, struct ibtrs_xprt_pd *pd,
+		      const struct ibtrs_xprt_con_attr *attr, const void *priv,
+		      struct ibtrs_xprt_con **conp)
+{
+	struct tcp_pending *p = (struct tcp_pending *)req;
+	struct tcp_con *c;
+
+	c = tcp_con_alloc(p->src.fd, (struct tcp_pd *)pd, attr);
+	if (!c) {
+		close(p->src.fd);
+		free(p);
+		return -ENOMEM;
+	}
+	memcpy(c->answer.magic, TCP_HELLO_MAGIC, 4);
+	c->answer.status = htole32(TCP_HELLO_ACCEPT);
+	memcpy(c->answer.priv, priv, sizeof(c->answer.priv));
+	c->has_answer = true;
+	free(p);
+	*conp = &c->base;
+	return 0;
+}
+
+static void tcp_reject(struct ibtrs_xprt_connreq *req, const void *priv)
+{
+	struct tcp_pending *p = (struct tcp_pending *)req;
+	struct tcp_hello h = { .magic = TCP_HELLO_MAGIC,
+			       .status = htole32(TCP_HELLO_REJECT) };
+
+	memcpy(h.priv, priv, sizeof(h.priv));
+	if (send(p->src.fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		ibtrs_log(IBTRS_LOG_DEBUG, "tcp: reject: %s", strerror(errno));
+	close(p->src.fd);
+	free(p);
+}
+
+static void tcp_addr_str(struct ibtrs_xprt_con *xcon, char *local, char *peer,
+			 size_t len)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+	struct sockaddr_storage ss;
+	socklen_t alen = sizeof(ss);
+
+	if (!len)
+		return;
+	local[0] = peer[0] = '\0';
+	if (!getsockname(c->fd, (struct sockaddr *)&ss, &alen))
+		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, local, len);
+	alen = sizeof(ss);
+	if (!getpeername(c->fd, (struct sockaddr *)&ss, &alen))
+		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, peer, len);
+}
+
+const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
+	.name = "tcp",
+	.pd_alloc = tcp_pd_alloc,
+	.pd_free = tcp_pd_free,
+	.mr_alloc = tcp_mr_alloc,
+	.mr_map = tcp_mr_map,
+	.mr_unmap = tcp_mr_unmap,
+	.mr_free = tcp_mr_free,
+	.connect = tcp_connect,
+	.listen = tcp_listen,
+	.listener_addr = tcp_listener_addr,
+	.listener_close = tcp_listener_close,
+	.accept = tcp_accept,
+	.reject = tcp_reject,
+	.start = tcp_start,
+	.disconnect = tcp_disconnect,
+	.destroy = tcp_destroy,
+	.post_send = tcp_post_send,
+	.post_recv = tcp_post_recv,
+	.post_write = tcp_post_write,
+	.addr_str = tcp_addr_str,
+};

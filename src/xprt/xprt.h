@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xprt.h - the transport ops table: what a backend (tcp, ofi, ...) provides
+ * to the protocol engine.
+ *
+ * The contract follows RDMA verbs, and every backend enforces it whatever
+ * its wire can do, so that code tested on one backend is right on all:
+ * - memory is registered into a protection domain (pd); the backend issues
+ *   the key and the address a peer uses for it; a connection reaches only
+ *   the regions of its own pd, within their bounds, with their current key;
+ * - a WRITE places bytes into a peer's registered memory; with an immediate
+ *   it also consumes one receive posted on the peer's connection and
+ *   completes it with the 32-bit immediate (IBTRS_WC_RECV_IMM);
+ * - a SEND fills the next posted receive; a message longer than that
+ *   receive's buffer, or one that finds no receive posted, is fatal to the
+ *   connection (no receiver-not-ready retries);
+ * - receives are posted before the connection starts (server: before the
+ *   accept answer leaves) and then only from the connection's loop thread.
+ *
+ * Completions and errors are delivered through struct ibtrs_xprt_handler.
+ * Receive completions run on the loop thread. Completions of signalled
+ * sends may run on any thread that posted (the backend flushes from the
+ * posting thread when it can), so their handler must only record and defer.
+ * When a connection fails, the handler's err() runs once on the loop
+ * thread and queued work requests are dropped without completions: the
+ * protocol engine fails its own outstanding requests.
+ */
+#ifndef IBTRS_XPRT_H
+#define IBTRS_XPRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+struct ibtrs_loop;
+struct ibtrs_xprt_con;
+struct ibtrs_xprt_pd;
+struct ibtrs_xprt_mr;
+struct ibtrs_xprt_listener;
+struct ibtrs_xprt_connreq;
+
+#define IBTRS_XPRT_PRIV_LEN 64 /* connect/accept private data */
+
+enum ibtrs_wc_opcode {
+	IBTRS_WC_SEND,	   /* a signalled SEND left */
+	IBTRS_WC_WRITE,	   /* a signalled WRITE left */
+	IBTRS_WC_RECV,	   /* a SEND from the peer filled a receive */
+	IBTRS_WC_RECV_IMM, /* a WRITE with immediate consumed a receive */
+};
+
+/**
+ * struct ibtrs_wc - a work completion
+ * @wr_id: the id given when the work request was posted
+ * @opcode: what completed
+ * @imm: the immediate (IBTRS_WC_RECV_IMM)
+ * @byte_len: bytes received (IBTRS_WC_RECV) or written (IBTRS_WC_RECV_IMM)
+ */
+struct ibtrs_wc {
+	uint64_t wr_id;
+	enum ibtrs_wc_opcode opcode;
+	uint32_t imm;
+	uint32_t byte_len;
+};
+
+/**
+ * struct ibtrs_xprt_handler - what a connection reports to its owner
+ * @wc: one completion; see the threading rules above
+ * @err: the connection failed with @err (negative errno); loop thread, once
+ */
+struct ibtrs_xprt_handler {
+	void (*wc)(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc);
+	void (*err)(struct ibtrs_xprt_con *con, int err);
+};
+
+/**
+ * struct ibtrs_xprt_con_attr - connection resources, as for a verbs QP
+ * @max_send_wr: work requests that may be queued at once
+ * @max_recv_wr: receives that may be posted at once
+ * @max_send_sge: iovecs per work request
+ */
+struct ibtrs_xprt_con_attr {
+	unsigned int max_send_wr;
+	unsigned int max_recv_wr;
+	unsigned int max_send_sge;
+};
+
+/**
+ * struct ibtrs_xprt_con - base of every backend connection
+ * @ops: the backend
+ * @handler: completion and error sink, set before the connection starts
+ * @ctx: the owner's pointer
+ */
+struct ibtrs_xprt_con {
+	const struct ibtrs_xprt_ops *ops;
+	const struct ibtrs_xprt_handler *handler;
+	void *ctx;
+};
+
+/**
+ * struct ibtrs_xprt_mr - base of a registered memory region
+ * @addr: the address a peer puts into its WRITEs for offset 0
+ * @key: the key a peer uses; changes at every ibtrs_xprt_ops.mr_map()
+ */
+struct ibtrs_xprt_mr {
+	uint64_t addr;
+	uint32_t key;
+};
+
+/* Flags of post_write and post_send. */
+#define IBTRS_XPRT_SIGNALED 0x1 /* deliver a send-side completion */
+#define IBTRS_XPRT_IMM 0x2	/* post_write: carry @imm */
+
+/**
+ * struct ibtrs_connreq - a connection request waiting on a listener
+ * @priv: the client's private data
+ * @peer: the client's address
+ * @local: the address the client connected to
+ */
+struct ibtrs_connreq_info {
+	uint8_t priv[IBTRS_XPRT_PRIV_LEN];
+	struct sockaddr_storage peer;
+	struct sockaddr_storage local;
+};
+
+/**
+ * struct ibtrs_xprt_ops - a backend
+ *
+ * Every slot is filled at registration; slots a backend leaves NULL return
+ * -EOPNOTSUPP, so the core never checks for NULL.
+ */
+struct ibtrs_xprt_ops {
+	const char *name;
+
+	/* --- protection domains and memory registration --- */
+	/* A pd holding up to @max_mrs regions. */
+	int (*pd_alloc)(struct ibtrs_xprt_pd **pd, unsigned int max_mrs);
+	/* All connections of the pd must be destroyed first. */
+	void (*pd_free)(struct ibtrs_xprt_pd *pd);
+	/* A region slot holding up to @max_sge iovecs, not yet mapped. */
+	int (*mr_alloc)(struct ibtrs_xprt_pd *pd, unsigned int max_sge,
+			struct ibtrs_xprt_mr **mr);
+	/* Map @iov (fast registration); issues a new key. */
+	int (*mr_map)(struct ibtrs_xprt_mr *mr, const struct iovec *iov,
+		      unsigned int cnt);
+	/* Invalidate the current key: the peer's WRITEs to it now fail. */
+	void (*mr_unmap)(struct ibtrs_xprt_mr *mr);
+	void (*mr_free)(struct ibtrs_xprt_mr *mr);
+
+	/* --- connection setup --- */
+	/*
+	 * Connect to @dst (from @src if not NULL), sending @priv and
+	 * receiving the server's answer into @rsp; blocks up to @timeout_ms.
+	 * A rejected connect returns -ECONNREFUSED with @rsp filled.
+	 * The connection is not started.
+	 */
+	int (*connect)(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
+		       const struct sockaddr *dst,
+		       const struct ibtrs_xprt_con_attr *attr, const void *priv,
+		       void *rsp, unsigned int timeout_ms,
+		       struct ibtrs_xprt_con **con);
+	/*
+	 * Listen on @addr. @connreq runs on the loop thread for each
+	 * connection request; the callee answers it with accept or reject,
+	 * now or later on the loop thread.
+	 */
+	int (*listen)(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		      void (*connreq)(void *arg, struct ibtrs_xprt_connreq *req,
+				      const struct ibtrs_connreq_info *info),
+		      void *arg, struct ibtrs_xprt_listener **listener);
+	/* Bound address of the listener. */
+	int (*listener_addr)(struct ibtrs_xprt_listener *listener,
+			     struct sockaddr_storage *addr);
+	void (*listener_close)(struct ibtrs_xprt_listener *listener);
+	/*
+	 * Accept @req into @pd. The answer @priv is sent when the connection
+	 * is started, so that receives can be posted in between.
+	 */
+	int (*accept)(struct ibtrs_xprt_connreq *req, struct ibtrs_xprt_pd *pd,
+		      const struct ibtrs_xprt_con_attr *attr, const void *priv,
+		      struct ibtrs_xprt_con **con);
+	/* Refuse @req, sending @priv, and free it. */
+	void (*reject)(struct ibtrs_xprt_connreq *req, const void *priv);
+	/* Start delivering completions on @loop; sends the accept answer. */
+	int (*start)(struct ibtrs_xprt_con *con, struct ibtrs_loop *loop);
+	/*
+	 * Stop the connection: no more completions or err() calls, posts
+	 * fail with -ENOTCONN, and no thread is still sending from the
+	 * buffers of queued work requests when it returns. Loop thread, or
+	 * before start. After err() the connection is already stopped.
+	 */
+	void (*disconnect)(struct ibtrs_xprt_con *con);
+	/* Free a disconnected connection; no other thread may use it. */
+	void (*destroy)(struct ibtrs_xprt_con *con);
+
+	/* --- data path, any thread unless noted --- */
+	int (*post_send)(struct ibtrs_xprt_con *con, const struct iovec *iov,
+			 unsigned int cnt, uint64_t wr_id, unsigned int flags);
+	/* Loop thread, or before start. */
+	int (*post_recv)(struct ibtrs_xprt_con *con, void *buf, uint32_t len,
+			 uint64_t wr_id);
+	int (*post_write)(struct ibtrs_xprt_con *con, const struct iovec *iov,
+			  unsigned int cnt, uint64_t raddr, uint32_t rkey,
+			  uint32_t imm, uint64_t wr_id, unsigned int flags);
+
+	/* --- diagnostics --- */
+	/* Local and peer address of the connection as text. */
+	void (*addr_str)(struct ibtrs_xprt_con *con, char *local, char *peer,
+			 size_t len);
+};
+
+/* Look a backend up by name; NULL selects the default. */
+const struct ibtrs_xprt_ops *ibtrs_xprt_find(const char *name);
+
+extern const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops;
+
+#endif /* IBTRS_XPRT_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test.h - tiny helpers shared by the test programs.
+ *
+ * A test program exits 0 when it passed, 1 when a check failed and 77 when
+ * it cannot run here (CTest SKIP_RETURN_CODE).
+ */
+#ifndef IBTRS_TEST_H
+#define IBTRS_TEST_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define T_SKIP 77
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                    \
+	do {                                                              \
+		long long a_ = (long long)(a), b_ = (long long)(b);       \
+		if (a_ != b_) {                                           \
+			fprintf(stderr,                                   \
+				"%s:%d: %s == %s failed: %lld != %lld\n", \
+				__FILE__, __LINE__, #a, #b, a_, b_);      \
+			exit(1);                                          \
+		}                                                         \
+	} while (0)
+
+static inline double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* xorshift64*: deterministic data for integrity checks. */
+static inline unsigned long long t_rand(unsigned long long *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static inline void t_fill(void *buf, size_t len, unsigned long long seed)
+{
+	unsigned char *p = buf;
+	unsigned long long s = seed | 1;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(t_rand(&s) >> 56);
+}
+
+#endif /* IBTRS_TEST_H */
