@@ -429,6 +429,11 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  *               @max_io_size plus IBTRS_MAX_USR_MSG and a small header
  * @max_sessions: sessions served at once (default 64); a client beyond
  *                that is refused, so memory stays bounded
+ * @hb_timeout_ms: a path that received nothing for this long is closed
+ *                 (default 1000, min 100)
+ * @sess_grace_ms: how long a session whose last path died is kept for the
+ *                 client to come back, with its chunks and the results of
+ *                 its requests (default 10000)
  * @backend: backend name, NULL for the default ("tcp")
  * @rdma_ev: request callback
  * @link_ev: link event callback, may be NULL
@@ -443,6 +448,8 @@ struct ibtrs_srv_opts {
 	const char *backend;
 	rdma_ev_fn *rdma_ev;
 	link_ev_fn *link_ev;
+	uint32_t hb_timeout_ms;
+	uint32_t sess_grace_ms;
 };
 
 /**
@@ -471,6 +478,39 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *opts);
 uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx);
 
 /**
+ * struct ibtrs_srv_stats - counters of a server context
+ * @size: sizeof(struct ibtrs_srv_stats), set by the caller
+ * @sessions: sessions now (including those kept for a returning client)
+ * @paths: paths now
+ * @requests: requests given to rdma_ev
+ * @replays: requests a client sent again after a failover, answered
+ *           without calling rdma_ev again
+ * @busy: requests refused with -EBUSY because an earlier request on the
+ *        same tag was still running
+ * @proto_errors: connections closed because of a malformed message
+ */
+struct ibtrs_srv_stats {
+	size_t size;
+	uint32_t sessions;
+	uint32_t paths;
+	uint64_t requests;
+	uint64_t replays;
+	uint64_t busy;
+	uint64_t proto_errors;
+};
+
+/**
+ * ibtrs_srv_get_stats() - read the counters of a server context
+ * @ctx: the context
+ * @st: filled on success; @st->size must be set
+ *
+ * Return: 0, -EINVAL for NULL arguments or a bad @st->size.
+ *
+ * Context: any.
+ */
+int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
+
+/**
  * struct ibtrs_clt_opts - options of ibtrs_clt_open_opts()
  * @size: sizeof(struct ibtrs_clt_opts), set by ibtrs_clt_opts_init()
  * @priv, @link_ev, @sessname, @paths, @path_cnt, @port, @pdu_sz,
@@ -479,6 +519,13 @@ uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx);
  * @connect_timeout_ms: time allowed to connect one path (default 2000)
  * @io_cons: I/O connections per path besides con 0 (default 1, max 8)
  * @backend: backend name, NULL for the default ("tcp")
+ * @policy: multipath policy (default IBTRS_MP_MIN_INFLIGHT)
+ * @hb_timeout_ms: a path that received nothing for this long is declared
+ *                 dead (default 1000, min 100); heartbeats go out every
+ *                 quarter of it, and TCP_USER_TIMEOUT is set to it
+ * @failover_timeout_ms: how long a request whose path died may wait for a
+ *                       path to come back before it fails with
+ *                       -ECONNABORTED (default 30000)
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -495,6 +542,9 @@ struct ibtrs_clt_opts {
 	uint32_t connect_timeout_ms;
 	uint32_t io_cons;
 	const char *backend;
+	int policy;
+	uint32_t hb_timeout_ms;
+	uint32_t failover_timeout_ms;
 };
 
 /**
@@ -547,6 +597,12 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state);
  * @wr_bytes: data bytes of completed WRITE requests
  * @errors: requests completed with an error
  * @proto_errors: connections closed because of a malformed message
+ * @failovers: requests moved from this path to another after it failed
+ * @reconnect_attempts: connects tried after the path failed
+ * @reconnects: of those, the successful ones
+ * @hb_rtt_us: last heartbeat round trip, microseconds (0: none yet)
+ * @lat_p50_us, @lat_p99_us, @lat_p999_us: request latency percentiles,
+ *                                         microseconds, since the last reset
  */
 struct ibtrs_path_stats {
 	size_t size;
@@ -560,6 +616,13 @@ struct ibtrs_path_stats {
 	uint64_t wr_bytes;
 	uint64_t errors;
 	uint64_t proto_errors;
+	uint64_t failovers;
+	uint64_t reconnect_attempts;
+	uint64_t reconnects;
+	uint64_t hb_rtt_us;
+	uint64_t lat_p50_us;
+	uint64_t lat_p99_us;
+	uint64_t lat_p999_us;
 };
 
 /**
@@ -575,6 +638,178 @@ struct ibtrs_path_stats {
  */
 int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 			 struct ibtrs_path_stats *st);
+
+/**
+ * enum ibtrs_mp_policy - how a session picks the path of a request
+ * @IBTRS_MP_ROUND_ROBIN: each connected path in turn
+ * @IBTRS_MP_MIN_INFLIGHT: the connected path with the fewest requests in
+ *                         flight (the default)
+ * @IBTRS_MP_MIN_LATENCY: the connected path with the lowest heartbeat RTT
+ */
+enum ibtrs_mp_policy {
+	IBTRS_MP_ROUND_ROBIN = 0,
+	IBTRS_MP_MIN_INFLIGHT = 1,
+	IBTRS_MP_MIN_LATENCY = 2,
+};
+
+/**
+ * ibtrs_mp_policy_str() - name of a policy ("round-robin", "min-inflight",
+ * "min-latency")
+ * @policy: the policy
+ *
+ * Return: a static string, "unknown" for a bad value.
+ */
+const char *ibtrs_mp_policy_str(int policy);
+
+/**
+ * ibtrs_clt_set_policy() - switch the multipath policy of a session
+ * @sess: the session
+ * @policy: an enum ibtrs_mp_policy value
+ *
+ * Takes effect for the next request; requests in flight are not moved.
+ *
+ * Return: 0, -EINVAL for a bad @policy.
+ *
+ * Context: any.
+ */
+int ibtrs_clt_set_policy(struct ibtrs_clt *sess, int policy);
+
+/**
+ * ibtrs_clt_get_policy() - the multipath policy of a session
+ * @sess: the session
+ *
+ * Return: an enum ibtrs_mp_policy value.
+ */
+int ibtrs_clt_get_policy(struct ibtrs_clt *sess);
+
+/**
+ * ibtrs_clt_add_path() - add a path to an open session
+ * @sess: the session
+ * @addr: source (may be NULL) and destination of the path
+ *
+ * Connects the path and adds it to the session; if the connect fails the
+ * path stays in the session and is reconnected like any failed path.
+ *
+ * Return: the index of the new path (>= 0), -EINVAL, -ENOSPC when the
+ * session has IBTRS_MAX_PATHS paths, or -EEXIST when a path with the same
+ * addresses exists.
+ *
+ * Context: blocks up to the connect timeout.
+ */
+int ibtrs_clt_add_path(struct ibtrs_clt *sess, const struct ibtrs_addr *addr);
+
+/**
+ * ibtrs_clt_remove_path() - remove a path from a session
+ * @sess: the session
+ * @idx: path index
+ *
+ * New requests stop going to the path; the requests in flight on it finish
+ * (or, after the failover timeout, move to another path); then the path is
+ * closed and its state becomes IBTRS_PATH_DEAD. Indexes of other paths do
+ * not change.
+ *
+ * Return: 0, -ENOENT for a bad or already removed @idx.
+ *
+ * Context: blocks until the path drained.
+ */
+int ibtrs_clt_remove_path(struct ibtrs_clt *sess, unsigned int idx);
+
+/**
+ * ibtrs_clt_disconnect_path() - close a path but keep it in the session
+ * @sess: the session
+ * @idx: path index
+ *
+ * Requests in flight on it move to other paths. The path is not
+ * reconnected until ibtrs_clt_reconnect_path().
+ *
+ * Return: 0, -ENOENT for a bad @idx.
+ *
+ * Context: does not wait for the path to close.
+ */
+int ibtrs_clt_disconnect_path(struct ibtrs_clt *sess, unsigned int idx);
+
+/**
+ * ibtrs_clt_reconnect_path() - close a path if needed and connect it again
+ * @sess: the session
+ * @idx: path index
+ *
+ * Resets the path's reconnect attempts.
+ *
+ * Return: 0 once connected, -ENOENT for a bad @idx, or the connect error.
+ *
+ * Context: blocks up to the connect timeout.
+ */
+int ibtrs_clt_reconnect_path(struct ibtrs_clt *sess, unsigned int idx);
+
+/**
+ * ibtrs_clt_reset_stats() - zero the counters and histograms of every path
+ * @sess: the session
+ */
+void ibtrs_clt_reset_stats(struct ibtrs_clt *sess);
+
+/**
+ * struct ibtrs_event - one entry of a session's event log
+ * @ts_ns: CLOCK_REALTIME time of the event, nanoseconds
+ * @path: index of the path it concerns, -1 for the session
+ * @msg: what happened, e.g. "connected -> reconnecting: heartbeat timeout"
+ */
+struct ibtrs_event {
+	uint64_t ts_ns;
+	int path;
+	char msg[116];
+};
+
+#define IBTRS_EVENT_LOG_LEN 128
+
+/**
+ * ibtrs_clt_get_events() - read the session's recent events, oldest first
+ * @sess: the session
+ * @ev: array to fill
+ * @max: elements in @ev
+ *
+ * The log keeps the last IBTRS_EVENT_LOG_LEN events.
+ *
+ * Return: the number of events copied.
+ *
+ * Context: any.
+ */
+size_t ibtrs_clt_get_events(struct ibtrs_clt *sess, struct ibtrs_event *ev,
+			    size_t max);
+
+/**
+ * enum ibtrs_fault_type - faults ibtrs_clt_inject_fault() can inject
+ * @IBTRS_FAULT_NONE: clear the path's fault
+ * @IBTRS_FAULT_DROP: the path silently loses everything it sends and
+ *                    receives, as a cut cable would (heartbeats included)
+ * @IBTRS_FAULT_DELAY: every response on the path is held @arg milliseconds
+ * @IBTRS_FAULT_CLOSE: the path's connections are closed now, as if the
+ *                     peer had reset them
+ */
+enum ibtrs_fault_type {
+	IBTRS_FAULT_NONE,
+	IBTRS_FAULT_DROP,
+	IBTRS_FAULT_DELAY,
+	IBTRS_FAULT_CLOSE,
+};
+
+/**
+ * ibtrs_clt_inject_fault() - inject a fault into one path
+ * @sess: the session
+ * @idx: path index
+ * @type: the fault
+ * @arg: milliseconds for IBTRS_FAULT_DELAY, else 0
+ *
+ * Faults can also come from the environment at open: IBTRS_FAULT is a
+ * list of IDX:TYPE[=ARG][@AFTER_MS] separated by commas, e.g.
+ * "1:drop@3000" drops path 1 three seconds after the session opened and
+ * "0:delay=20" delays path 0's responses by 20 ms.
+ *
+ * Return: 0, -ENOENT for a bad @idx, -EINVAL for a bad @type.
+ *
+ * Context: any.
+ */
+int ibtrs_clt_inject_fault(struct ibtrs_clt *sess, unsigned int idx,
+			   enum ibtrs_fault_type type, unsigned int arg);
 
 /**
  * enum ibtrs_log_level - log levels; a message is emitted when its level is

@@ -42,6 +42,7 @@ enum ibtrs_imm_type {
 	IBTRS_IMM_IO_RSP = 1, /* server->client: chunk id + errno */
 	IBTRS_IMM_HB = 8,     /* heartbeat, payload 0 */
 	IBTRS_IMM_HB_ACK = 9, /* heartbeat answer, payload 0 */
+	IBTRS_IMM_CLOSE = 10, /* client->server on con 0: session closed */
 };
 
 /* Two-sided control messages (SEND into a posted receive). */

@@ -1,162 +1,83 @@
 // SPDX-License-Identifier: MIT
 /*
- * clt.c - the client side: sessions, paths, tags and requests.
+ * clt.c - the client session: open and close, tags, request submission
+ * and completion, path selection, the event log and the public queries.
  *
- * Threading: the caller's threads submit; the session's loop thread
- * receives, completes and runs every callback. A submitter holds its path's
- * lock for reading while it posts, and a path changes state only under the
- * same lock held for writing, so no request can slip onto a path that is
- * going down. A request completes once both its send has left (the caller's
- * buffers are free again) and its response has arrived; whichever comes
- * second completes it, always on the loop thread.
+ * A request completes once both its send has left (the caller's buffers
+ * are free again) and its response has arrived; whichever comes second
+ * completes it, always on the loop thread. When its path dies first, the
+ * request moves to another path with the same tag and generation, so the
+ * server can tell a replay from a new request (docs/protocol.md).
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "addr.h"
-#include "core.h"
+#include "clt.h"
 #include "log.h"
-#include "loop.h"
-#include "xprt.h"
-
-#define CLT_EXTRA_RECVS 16
-#define CLT_MAX_IO_CONS 8
-#define CLT_MAX_SEGMENTS 255
-#define CLT_DEFAULT_CONNECT_TIMEOUT_MS 2000
-
-#define WR_ID_IMM 0
-#define WR_ID_INFO UINT64_MAX
-
-/* Request state bits. */
-#define REQ_INFLIGHT 0x1u
-#define REQ_SENT 0x2u
-#define REQ_RSP 0x4u
-
-struct ibtrs_tag {
-	struct ibtrs_clt *sess;
-	uint32_t mem_id;
-	enum ibtrs_clt_con_type con_type;
-	_Atomic bool held;
-} __attribute__((aligned(16)));
-
-#define TAG_HDR_SIZE sizeof(struct ibtrs_tag)
-
-struct clt_path;
-struct clt_con;
-
-struct clt_req {
-	struct ibtrs_clt *sess;
-	struct clt_path *path;
-	struct clt_con *con;
-	ibtrs_conf_fn *conf;
-	void *priv;
-	int dir;
-	uint32_t mem_id;
-	uint32_t data_len;
-	uint32_t gen;
-	int rsp_err;
-	_Atomic unsigned int state;
-	struct ibtrs_xprt_mr *mr; /* READ destination */
-	struct ibtrs_work done_work;
-	char hdr[IBTRS_MAX_USR_MSG + sizeof(struct ibtrs_trailer)];
-};
-
-struct clt_con {
-	struct clt_path *path;
-	unsigned int cid;
-	struct ibtrs_xprt_con *xcon;
-};
-
-struct clt_path {
-	struct ibtrs_clt *sess;
-	unsigned int idx;
-	struct sockaddr_storage src, dst;
-	bool has_src;
-	char src_str[IBTRS_SOCKADDR_STR_LEN];
-	char dst_str[IBTRS_SOCKADDR_STR_LEN];
-	uint8_t uuid[IBTRS_UUID_LEN];
-	uint16_t recon_cnt;
-	pthread_rwlock_t lock; /* read: submitting; write: state changes */
-	_Atomic int state;
-	unsigned int con_num;
-	struct clt_con cons[IBTRS_MAX_CONS_PER_PATH];
-	struct ibtrs_desc *rbufs; /* per chunk: address and key */
-
-	/* INFO_RSP hand-over from the loop thread to the connecting one */
-	pthread_mutex_t info_lock;
-	pthread_cond_t info_cond;
-	int info_status; /* 0 waiting, 1 received, <0 failed */
-	int info_cnt;
-	struct ibtrs_desc info_desc[IBTRS_MAX_INFO_DESCS];
-	char info_buf[IBTRS_INFO_RSP_MAX_LEN];
-	struct ibtrs_msg_info_req info_req;
-
-	_Atomic uint64_t inflight, rd_ops, rd_bytes, wr_ops, wr_bytes;
-	_Atomic uint64_t errors, proto_errors;
-};
-
-struct ibtrs_clt {
-	char sessname[NAME_MAX];
-	uint8_t uuid[IBTRS_UUID_LEN];
-	void *priv;
-	link_clt_ev_fn *link_ev;
-	const struct ibtrs_xprt_ops *ops;
-	struct ibtrs_xprt_pd *pd;
-	struct ibtrs_loop *loop;
-	unsigned int connect_timeout_ms;
-	unsigned int io_cons;
-	uint16_t port;
-
-	struct clt_path *paths[IBTRS_MAX_PATHS];
-	unsigned int path_cnt;
-	_Atomic unsigned int rr;
-	unsigned int paths_up; /* loop thread, after open */
-	bool opened;
-
-	/* geometry, fixed by the first path that connects */
-	bool have_geometry;
-	uint32_t queue_depth;
-	uint32_t max_io_size;
-	uint32_t chunk_size;
-	uint32_t max_usr_msg;
-	unsigned int off_bits;
-	uint16_t max_segments;
-
-	size_t pdu_sz;
-	size_t tag_stride;
-	char *tags;
-	struct clt_req *reqs;
-	pthread_mutex_t tag_lock;
-	pthread_cond_t tag_cond;
-	uint32_t *free_tags; /* stack, under tag_lock */
-	uint32_t nr_free;
-	bool closing;
-};
-
-static const struct ibtrs_xprt_handler clt_handler;
 
 static inline struct ibtrs_tag *tag_at(struct ibtrs_clt *sess, uint32_t i)
 {
 	return (struct ibtrs_tag *)(sess->tags + (size_t)i * sess->tag_stride);
 }
 
-static const char *path_name(const struct clt_path *path)
+/* ------------------------------------------------------------------ */
+/* event log                                                            */
+
+void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
 {
-	return path->dst_str;
+	struct ibtrs_event *ev;
+	struct timespec ts;
+	va_list ap;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&sess->ev_lock);
+	ev = &sess->events[(sess->ev_head + sess->ev_cnt) % IBTRS_EVENT_LOG_LEN];
+	if (sess->ev_cnt == IBTRS_EVENT_LOG_LEN)
+		sess->ev_head = (sess->ev_head + 1) % IBTRS_EVENT_LOG_LEN;
+	else
+		sess->ev_cnt++;
+	ev->ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	ev->path = path;
+	va_start(ap, fmt);
+	vsnprintf(ev->msg, sizeof(ev->msg), fmt, ap);
+	va_end(ap);
+	if (path >= 0)
+		ibtrs_log(IBTRS_LOG_INFO, "session %s: path %d: %s",
+			  sess->sessname, path, ev->msg);
+	else
+		ibtrs_log(IBTRS_LOG_INFO, "session %s: %s", sess->sessname,
+			  ev->msg);
+	pthread_mutex_unlock(&sess->ev_lock);
+}
+
+size_t ibtrs_clt_get_events(struct ibtrs_clt *sess, struct ibtrs_event *ev,
+			    size_t max)
+{
+	size_t i, n;
+
+	if (!sess || !ev)
+		return 0;
+	pthread_mutex_lock(&sess->ev_lock);
+	n = sess->ev_cnt < max ? sess->ev_cnt : max;
+	/* The newest @n, oldest first. */
+	for (i = 0; i < n; i++)
+		ev[i] = sess->events[(sess->ev_head + sess->ev_cnt - n + i) %
+				     IBTRS_EVENT_LOG_LEN];
+	pthread_mutex_unlock(&sess->ev_lock);
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
 /* completions                                                          */
 
-/* Claim the request; true if this caller must complete it. */
-static bool req_claim(struct clt_req *req)
+/* Take the request; true if this caller must complete it. */
+bool clt_req_claim(struct clt_req *req)
 {
 	unsigned int s = atomic_load(&req->state);
 
@@ -167,22 +88,27 @@ static bool req_claim(struct clt_req *req)
 	return true;
 }
 
-/* Loop thread, request claimed: account and call the user. */
-static void req_complete(struct clt_req *req, int err)
+/* Loop thread, request claimed (or taken off the pending list). */
+void clt_req_complete(struct clt_req *req, int err)
 {
 	struct clt_path *path = req->path;
 
-	if (req->dir == IBTRS_READ && req->data_len)
+	if (req->dir == IBTRS_READ && req->data_len) {
+		if (!err)
+			req->sess->ops->mr_sync(req->mr);
 		req->sess->ops->mr_unmap(req->mr);
-	atomic_fetch_sub(&path->inflight, 1);
-	if (err) {
-		atomic_fetch_add(&path->errors, 1);
-	} else if (req->dir == IBTRS_READ) {
-		atomic_fetch_add(&path->rd_ops, 1);
-		atomic_fetch_add(&path->rd_bytes, req->data_len);
-	} else {
-		atomic_fetch_add(&path->wr_ops, 1);
-		atomic_fetch_add(&path->wr_bytes, req->data_len);
+	}
+	if (path) {
+		if (err) {
+			atomic_fetch_add(&path->errors, 1);
+		} else if (req->dir == IBTRS_READ) {
+			atomic_fetch_add(&path->rd_ops, 1);
+			atomic_fetch_add(&path->rd_bytes, req->data_len);
+		} else {
+			atomic_fetch_add(&path->wr_ops, 1);
+			atomic_fetch_add(&path->wr_bytes, req->data_len);
+		}
+		ibtrs_hist_add(&path->hist, ibtrs_now_ns() - req->start_ns);
 	}
 	req->conf(req->priv, err);
 }
@@ -193,180 +119,16 @@ static void req_done_work(struct ibtrs_work *w)
 	unsigned int s = atomic_load(&req->state);
 
 	if ((s & (REQ_SENT | REQ_RSP)) == (REQ_SENT | REQ_RSP) &&
-	    req_claim(req))
-		req_complete(req, req->rsp_err);
-}
-
-/* Fail every request in flight on @path; loop thread. */
-static void path_fail_reqs(struct clt_path *path, int err)
-{
-	struct ibtrs_clt *sess = path->sess;
-	uint32_t i;
-
-	if (!sess->reqs)
-		return;
-	for (i = 0; i < sess->queue_depth; i++) {
-		struct clt_req *req = &sess->reqs[i];
-
-		if ((atomic_load(&req->state) & REQ_INFLIGHT) &&
-		    req->path == path && req_claim(req))
-			req_complete(req, err);
+	    clt_req_claim(req)) {
+		atomic_fetch_sub(&req->path->inflight, 1);
+		clt_req_complete(req, req->rsp_err);
 	}
 }
-
-static int path_set_state(struct clt_path *path, enum ibtrs_path_state st)
-{
-	int old;
-
-	pthread_rwlock_wrlock(&path->lock);
-	old = atomic_exchange(&path->state, (int)st);
-	pthread_rwlock_unlock(&path->lock);
-	if (old != (int)st)
-		ibtrs_log(IBTRS_LOG_INFO, "session %s: path %s: %s -> %s",
-			  path->sess->sessname, path_name(path),
-			  ibtrs_path_state_str((enum ibtrs_path_state)old),
-			  ibtrs_path_state_str(st));
-	return old;
-}
-
-/* Loop thread: the path went down; fail its requests. */
-static void path_down(struct clt_path *path, int err, const char *why)
-{
-	struct ibtrs_clt *sess = path->sess;
-	unsigned int i;
-
-	if (path_set_state(path, IBTRS_PATH_CLOSED) != IBTRS_PATH_CONNECTED)
-		return;
-	ibtrs_log(IBTRS_LOG_WARN, "session %s: path %s down: %s",
-		  sess->sessname, path_name(path), why);
-	for (i = 0; i < path->con_num; i++)
-		if (path->cons[i].xcon)
-			sess->ops->disconnect(path->cons[i].xcon);
-	path_fail_reqs(path, err);
-	if (sess->opened && sess->paths_up && !--sess->paths_up &&
-	    sess->link_ev)
-		sess->link_ev(sess->priv, IBTRS_CLT_LINK_EV_DISCONNECTED);
-}
-
-static void path_proto_error(struct clt_path *path, const char *what)
-{
-	atomic_fetch_add(&path->proto_errors, 1);
-	ibtrs_log(IBTRS_LOG_ERR, "session %s: path %s: protocol error: %s",
-		  path->sess->sessname, path_name(path), what);
-	path_down(path, -ECONNABORTED, "-EPROTO");
-}
-
-static void clt_process_rsp(struct clt_con *con, uint32_t imm)
-{
-	struct clt_path *path = con->path;
-	struct ibtrs_clt *sess = path->sess;
-	struct clt_req *req;
-	uint32_t chunk;
-	unsigned int s;
-	int err;
-
-	ibtrs_imm_rsp_unpack(imm, &chunk, &err);
-	if (chunk >= sess->queue_depth) {
-		path_proto_error(path, "response for a chunk out of range");
-		return;
-	}
-	req = &sess->reqs[chunk];
-	s = atomic_load(&req->state);
-	if (!(s & REQ_INFLIGHT) || (s & REQ_RSP) || req->con != con) {
-		path_proto_error(path, "response to no request");
-		return;
-	}
-	req->rsp_err = err;
-	s = atomic_fetch_or(&req->state, REQ_RSP);
-	if ((s & REQ_SENT) && req_claim(req))
-		req_complete(req, err);
-}
-
-static void clt_process_info(struct clt_con *con, uint32_t len)
-{
-	struct clt_path *path = con->path;
-	int n;
-
-	n = ibtrs_info_rsp_decode(path->info_buf, len, path->info_desc,
-				  IBTRS_MAX_INFO_DESCS);
-	pthread_mutex_lock(&path->info_lock);
-	path->info_cnt = n;
-	path->info_status = n > 0 ? 1 : -EPROTO;
-	pthread_cond_signal(&path->info_cond);
-	pthread_mutex_unlock(&path->info_lock);
-}
-
-static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
-{
-	struct clt_con *con = xcon->ctx;
-	struct clt_path *path = con->path;
-	struct ibtrs_clt *sess = path->sess;
-	struct clt_req *req;
-	unsigned int s;
-
-	switch (wc->opcode) {
-	case IBTRS_WC_WRITE:
-		/* Any thread: only record, complete on the loop thread. */
-		req = &sess->reqs[(uint32_t)wc->wr_id];
-		if (req->gen != (uint32_t)(wc->wr_id >> 32))
-			return;
-		s = atomic_fetch_or(&req->state, REQ_SENT);
-		if ((s & (REQ_INFLIGHT | REQ_RSP)) == (REQ_INFLIGHT | REQ_RSP))
-			ibtrs_loop_queue(sess->loop, &req->done_work);
-		return;
-	case IBTRS_WC_SEND:
-		return;
-	case IBTRS_WC_RECV:
-		if (wc->wr_id != WR_ID_INFO || con->cid) {
-			path_proto_error(path, "unexpected message");
-			return;
-		}
-		clt_process_info(con, wc->byte_len);
-		return;
-	case IBTRS_WC_RECV_IMM:
-		break;
-	}
-	if (atomic_load(&path->state) != IBTRS_PATH_CONNECTED)
-		return;
-	switch (ibtrs_imm_type(wc->imm)) {
-	case IBTRS_IMM_IO_RSP:
-		clt_process_rsp(con, wc->imm);
-		break;
-	case IBTRS_IMM_HB:
-		sess->ops->post_write(xcon, NULL, 0, 0, 0,
-				      ibtrs_imm_hb(IBTRS_IMM_HB_ACK), 0,
-				      IBTRS_XPRT_IMM);
-		break;
-	case IBTRS_IMM_HB_ACK:
-		break;
-	default:
-		path_proto_error(path, "unknown immediate type");
-		return;
-	}
-	if (atomic_load(&path->state) == IBTRS_PATH_CONNECTED)
-		sess->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
-}
-
-static void clt_con_err(struct ibtrs_xprt_con *xcon, int err)
-{
-	struct clt_con *con = xcon->ctx;
-	char why[80];
-
-	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
-		 strerror(-err));
-	path_down(con->path, -ECONNABORTED, why);
-}
-
-static const struct ibtrs_xprt_handler clt_handler = {
-	.wc = clt_con_wc,
-	.err = clt_con_err,
-};
 
 /* ------------------------------------------------------------------ */
-/* session geometry, tags and request slots                             */
+/* geometry, tags                                                       */
 
-static int sess_set_geometry(struct ibtrs_clt *sess,
-			     const struct ibtrs_conn_rsp *r)
+int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
 {
 	uint32_t i;
 	int ret;
@@ -388,7 +150,9 @@ static int sess_set_geometry(struct ibtrs_clt *sess,
 	sess->tags = aligned_alloc(16, sess->tag_stride * sess->queue_depth);
 	sess->reqs = calloc(sess->queue_depth, sizeof(*sess->reqs));
 	sess->free_tags = calloc(sess->queue_depth, sizeof(uint32_t));
-	if (!sess->tags || !sess->reqs || !sess->free_tags)
+	sess->sg_mem = calloc((size_t)sess->queue_depth * sess->max_segments,
+			      sizeof(struct iovec));
+	if (!sess->tags || !sess->reqs || !sess->free_tags || !sess->sg_mem)
 		return -ENOMEM;
 	memset(sess->tags, 0, sess->tag_stride * sess->queue_depth);
 	for (i = 0; i < sess->queue_depth; i++) {
@@ -399,6 +163,7 @@ static int sess_set_geometry(struct ibtrs_clt *sess,
 		tag->mem_id = i;
 		req->sess = sess;
 		req->mem_id = i;
+		req->sg = sess->sg_mem + (size_t)i * sess->max_segments;
 		req->done_work.fn = req_done_work;
 		ret = sess->ops->mr_alloc(sess->pd, sess->max_segments,
 					  &req->mr);
@@ -424,10 +189,14 @@ struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
 		return NULL;
 	}
 	pthread_mutex_lock(&sess->tag_lock);
+	sess->tag_waiters++;
 	while (!sess->nr_free && !sess->closing && wait == IBTRS_TAG_WAIT)
 		pthread_cond_wait(&sess->tag_cond, &sess->tag_lock);
+	sess->tag_waiters--;
 	if (sess->closing || !sess->nr_free) {
 		errno = sess->closing ? ECONNABORTED : EAGAIN;
+		/* ibtrs_clt_close() waits for the last waiter to leave. */
+		pthread_cond_broadcast(&sess->tag_cond);
 		pthread_mutex_unlock(&sess->tag_lock);
 		return NULL;
 	}
@@ -471,6 +240,26 @@ void *ibtrs_tag_to_pdu(struct ibtrs_tag *tag)
 /* ------------------------------------------------------------------ */
 /* requests                                                             */
 
+/* Choose a connected path by the session's policy; -1 if none. */
+int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
+{
+	struct ibtrs_policy_path pp[IBTRS_MAX_PATHS];
+	unsigned int i, n = atomic_load(&sess->path_cnt), cursor;
+
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		pp[i].usable = p != exclude &&
+			       atomic_load(&p->state) == IBTRS_PATH_CONNECTED;
+		pp[i].inflight = atomic_load_explicit(&p->inflight,
+						      memory_order_relaxed);
+		pp[i].rtt_ns = atomic_load_explicit(&p->hb_rtt_ns,
+						    memory_order_relaxed);
+	}
+	cursor = atomic_fetch_add_explicit(&sess->rr, 1, memory_order_relaxed);
+	return ibtrs_policy_select(atomic_load(&sess->policy), pp, n, &cursor);
+}
+
 static struct clt_con *pick_con(struct clt_path *path,
 				enum ibtrs_clt_con_type type)
 {
@@ -484,51 +273,57 @@ static struct clt_con *pick_con(struct clt_path *path,
 	return &path->cons[1 + (unsigned int)cpu % (path->con_num - 1)];
 }
 
-/* Under path->lock for reading, path connected. */
-static int req_post(struct clt_path *path, struct clt_req *req,
-		    struct ibtrs_tag *tag, size_t usr_len,
-		    const struct iovec *sg, unsigned int sg_cnt)
+/*
+ * Post @req on @path; path->lock held for reading, path connected. A
+ * replay keeps the generation so that the server recognises it.
+ */
+int clt_req_post(struct clt_path *path, struct clt_req *req, bool replay)
 {
 	struct ibtrs_clt *sess = path->sess;
 	const struct ibtrs_desc *rbuf = &path->rbufs[req->mem_id];
 	struct iovec iov[CLT_MAX_SEGMENTS + 1];
 	struct ibtrs_req_trailer t = {
 		.dir = req->dir,
-		.usr_len = (uint16_t)usr_len,
+		.usr_len = (uint16_t)req->usr_len,
 	};
-	struct clt_con *con = pick_con(path, tag->con_type);
+	struct clt_con *con = pick_con(path, req->con_type);
 	unsigned int cnt = 0;
 	uint64_t raddr = rbuf->addr;
 	uint32_t imm;
 	int ret;
 
-	req->gen++;
+	if (!replay)
+		req->gen++;
 	t.gen = req->gen;
 	if (req->dir == IBTRS_READ && req->data_len) {
-		ret = sess->ops->mr_map(req->mr, sg, sg_cnt);
+		ret = sess->ops->mr_map(req->mr, req->sg, req->sg_cnt);
 		if (ret)
 			return ret;
 		t.desc.addr = req->mr->addr;
 		t.desc.key = req->mr->key;
 		t.desc.len = req->data_len;
 	}
-	ibtrs_trailer_encode((struct ibtrs_trailer *)(req->hdr + usr_len), &t);
+	ibtrs_trailer_encode((struct ibtrs_trailer *)(req->hdr + req->usr_len),
+			     &t);
 	if (req->dir == IBTRS_WRITE) {
-		memcpy(iov, sg, sg_cnt * sizeof(*sg));
-		cnt = sg_cnt;
+		memcpy(iov, req->sg, req->sg_cnt * sizeof(*iov));
+		cnt = req->sg_cnt;
 	} else {
 		raddr += req->data_len;
 	}
 	iov[cnt].iov_base = req->hdr;
-	iov[cnt].iov_len = usr_len + sizeof(struct ibtrs_trailer);
+	iov[cnt].iov_len = req->usr_len + sizeof(struct ibtrs_trailer);
 	cnt++;
-	imm = ibtrs_imm_req(req->mem_id, req->data_len + (uint32_t)usr_len,
+	imm = ibtrs_imm_req(req->mem_id, req->data_len + req->usr_len,
 			    sess->off_bits);
 
 	req->path = path;
 	req->con = con;
 	atomic_fetch_add(&path->inflight, 1);
 	atomic_store(&req->state, REQ_INFLIGHT);
+	/* A dropping path swallows the request, as a dead link would. */
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+		return 0;
 	ret = sess->ops->post_write(con->xcon, iov, cnt, raddr, rbuf->key, imm,
 				    ((uint64_t)req->gen << 32) | req->mem_id,
 				    IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED);
@@ -548,7 +343,7 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 {
 	struct clt_req *req;
 	size_t usr_len = 0, sum = 0, i;
-	unsigned int try;
+	unsigned int try, n;
 	int ret = -ENOTCONN;
 
 	if (!sess || !tag || !conf || tag->sess != sess ||
@@ -569,278 +364,43 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 			return -EMSGSIZE;
 	}
 	req = &sess->reqs[tag->mem_id];
-	if (atomic_load(&req->state) & REQ_INFLIGHT)
+	if (atomic_load(&req->state) & (REQ_INFLIGHT | REQ_PENDING))
 		return -EBUSY;
 
-	/* The user message is copied: the caller may reuse it at once. */
+	/* The user message and the iovec array are copied. */
 	for (i = 0, sum = 0; i < nr; i++) {
 		memcpy(req->hdr + sum, vec[i].iov_base, vec[i].iov_len);
 		sum += vec[i].iov_len;
 	}
+	memcpy(req->sg, sg, sg_cnt * sizeof(*sg));
+	req->sg_cnt = sg_cnt;
+	req->usr_len = (uint32_t)usr_len;
 	req->conf = conf;
 	req->priv = priv;
 	req->dir = dir;
+	req->con_type = tag->con_type;
 	req->data_len = (uint32_t)len;
+	req->start_ns = ibtrs_now_ns();
+	req->deadline_ns = 0;
 
-	for (try = 0; try < sess->path_cnt; try++) {
-		unsigned int idx =
-			atomic_fetch_add(&sess->rr, 1) % sess->path_cnt;
-		struct clt_path *path = sess->paths[idx];
+	n = atomic_load(&sess->path_cnt);
+	for (try = 0; try < n; try++) {
+		int idx = clt_select_path(sess, NULL);
+		struct clt_path *path;
 
-		if (atomic_load(&path->state) != IBTRS_PATH_CONNECTED)
-			continue;
+		if (idx < 0)
+			break;
+		path = sess->paths[idx];
 		pthread_rwlock_rdlock(&path->lock);
 		if (atomic_load(&path->state) == IBTRS_PATH_CONNECTED)
-			ret = req_post(path, req, tag, usr_len, sg, sg_cnt);
+			ret = clt_req_post(path, req, try > 0);
 		else
 			ret = -ENOTCONN;
 		pthread_rwlock_unlock(&path->lock);
 		if (ret != -ENOTCONN)
 			return ret;
 	}
-	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* paths                                                                */
-
-struct con_op {
-	struct clt_path *path;
-	unsigned int cid;
-};
-
-static void con_disconnect_fn(void *arg)
-{
-	struct clt_path *path = arg;
-	unsigned int i;
-
-	for (i = 0; i < path->con_num; i++)
-		if (path->cons[i].xcon)
-			path->sess->ops->disconnect(path->cons[i].xcon);
-}
-
-/* Disconnect (on the loop thread) and free every connection. */
-static void path_destroy_cons(struct clt_path *path)
-{
-	unsigned int i;
-
-	ibtrs_loop_call(path->sess->loop, con_disconnect_fn, path);
-	for (i = 0; i < path->con_num; i++) {
-		path->sess->ops->destroy(path->cons[i].xcon);
-		path->cons[i].xcon = NULL;
-	}
-}
-
-static int con_connect(struct clt_path *path, unsigned int cid)
-{
-	struct ibtrs_clt *sess = path->sess;
-	struct clt_con *con = &path->cons[cid];
-	struct ibtrs_conn_req cr = {
-		.version = IBTRS_PROTO_VER,
-		.cid = (uint16_t)cid,
-		.cid_num = (uint16_t)path->con_num,
-		.recon_cnt = path->recon_cnt,
-		.first_conn = cid == 0,
-	};
-	struct ibtrs_xprt_con_attr attr = {
-		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,
-		.max_recv_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS + 1,
-		.max_send_sge = sess->max_segments + 1u,
-	};
-	uint8_t rsp[IBTRS_XPRT_PRIV_LEN];
-	struct ibtrs_msg_conn_req m;
-	struct ibtrs_conn_rsp r;
-	unsigned int i;
-	int ret;
-
-	if (sess->have_geometry)
-		attr.max_send_wr = attr.max_recv_wr =
-			sess->queue_depth + CLT_EXTRA_RECVS + 1;
-	memcpy(cr.sess_uuid, sess->uuid, IBTRS_UUID_LEN);
-	memcpy(cr.path_uuid, path->uuid, IBTRS_UUID_LEN);
-	ibtrs_conn_req_encode(&m, &cr);
-	memset(rsp, 0, sizeof(rsp));
-	ret = sess->ops->connect(
-		sess->pd, path->has_src ? (struct sockaddr *)&path->src : NULL,
-		(struct sockaddr *)&path->dst, &attr, &m, rsp,
-		sess->connect_timeout_ms, &con->xcon);
-	if (ret && ret != -ECONNREFUSED)
-		return ret;
-	ret = ibtrs_conn_rsp_decode(rsp, sizeof(rsp), &r);
-	if (ret == -EPROTONOSUPPORT) {
-		ibtrs_log(
-			IBTRS_LOG_ERR,
-			"session %s: path %s: server speaks protocol %u.%u, this client %u.%u",
-			sess->sessname, path_name(path), r.version >> 8,
-			r.version & 0xff, IBTRS_PROTO_VER_MAJOR,
-			IBTRS_PROTO_VER_MINOR);
-		ret = -EPROTO;
-	} else if (!ret && r.err) {
-		ret = -(int)r.err;
-		ibtrs_log(
-			IBTRS_LOG_ERR,
-			"session %s: path %s: server refused connection %u: %s",
-			sess->sessname, path_name(path), cid, strerror(-ret));
-		/* The server's word for a version mismatch. */
-		if (ret == -EPROTONOSUPPORT)
-			ret = -EPROTO;
-	} else if (!ret && !con->xcon) {
-		ret = -ECONNREFUSED;
-	}
-	if (!ret)
-		ret = sess_set_geometry(sess, &r);
-	if (ret) {
-		if (con->xcon) {
-			sess->ops->disconnect(con->xcon);
-			sess->ops->destroy(con->xcon);
-			con->xcon = NULL;
-		}
-		return ret;
-	}
-	con->path = path;
-	con->cid = cid;
-	con->xcon->handler = &clt_handler;
-	con->xcon->ctx = con;
-	if (!cid)
-		ret = sess->ops->post_recv(con->xcon, path->info_buf,
-					   sizeof(path->info_buf), WR_ID_INFO);
-	for (i = 0; !ret && i < sess->queue_depth + CLT_EXTRA_RECVS; i++)
-		ret = sess->ops->post_recv(con->xcon, NULL, 0, WR_ID_IMM);
-	if (!ret)
-		ret = sess->ops->start(con->xcon, sess->loop);
-	return ret;
-}
-
-/* Build the per-chunk table from the server's descriptors. */
-static int path_set_rbufs(struct clt_path *path)
-{
-	struct ibtrs_clt *sess = path->sess;
-	uint64_t total = 0;
-	uint32_t chunk = 0;
-	int i;
-
-	for (i = 0; i < path->info_cnt; i++) {
-		if (path->info_desc[i].len % sess->chunk_size)
-			return -EPROTO;
-		total += path->info_desc[i].len;
-	}
-	if (total != (uint64_t)sess->queue_depth * sess->chunk_size)
-		return -EPROTO;
-	if (!path->rbufs)
-		path->rbufs = calloc(sess->queue_depth, sizeof(*path->rbufs));
-	if (!path->rbufs)
-		return -ENOMEM;
-	for (i = 0; i < path->info_cnt; i++) {
-		uint32_t n = path->info_desc[i].len / sess->chunk_size, j;
-
-		for (j = 0; j < n; j++, chunk++) {
-			path->rbufs[chunk].addr =
-				path->info_desc[i].addr +
-				(uint64_t)j * sess->chunk_size;
-			path->rbufs[chunk].key = path->info_desc[i].key;
-		}
-	}
-	return 0;
-}
-
-/* Connect every connection of @path and exchange INFO; blocks. */
-static int path_connect(struct clt_path *path)
-{
-	struct ibtrs_clt *sess = path->sess;
-	struct iovec iov = { .iov_base = &path->info_req,
-			     .iov_len = sizeof(path->info_req) };
-	struct timespec ts;
-	unsigned int cid;
-	int ret = 0;
-
-	path_set_state(path, IBTRS_PATH_CONNECTING);
-	path->recon_cnt++;
-	pthread_mutex_lock(&path->info_lock);
-	path->info_status = 0;
-	pthread_mutex_unlock(&path->info_lock);
-	for (cid = 0; cid < path->con_num && !ret; cid++)
-		ret = con_connect(path, cid);
-	if (ret)
-		goto fail;
-
-	ibtrs_info_req_encode(&path->info_req, sess->sessname);
-	ret = sess->ops->post_send(path->cons[0].xcon, &iov, 1, 0, 0);
-	if (ret)
-		goto fail;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += sess->connect_timeout_ms / 1000;
-	ts.tv_nsec += (long)(sess->connect_timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&path->info_lock);
-	while (!path->info_status && !ret)
-		ret = -pthread_cond_timedwait(&path->info_cond,
-					      &path->info_lock, &ts);
-	if (path->info_status < 0)
-		ret = path->info_status;
-	pthread_mutex_unlock(&path->info_lock);
-	if (ret)
-		goto fail;
-	ret = path_set_rbufs(path);
-	if (ret)
-		goto fail;
-	path_set_state(path, IBTRS_PATH_CONNECTED);
-	return 0;
-
-fail:
-	path_set_state(path, IBTRS_PATH_CLOSED);
-	path_destroy_cons(path);
-	return ret;
-}
-
-static struct clt_path *path_alloc(struct ibtrs_clt *sess,
-				   const struct ibtrs_addr *addr,
-				   unsigned int idx)
-{
-	struct clt_path *path;
-
-	path = calloc(1, sizeof(*path));
-	if (!path)
-		return NULL;
-	path->sess = sess;
-	path->idx = idx;
-	memcpy(&path->dst, addr->dst, sizeof(path->dst));
-	if (path->dst.ss_family == AF_INET &&
-	    !((struct sockaddr_in *)&path->dst)->sin_port)
-		((struct sockaddr_in *)&path->dst)->sin_port =
-			htons(sess->port);
-	else if (path->dst.ss_family == AF_INET6 &&
-		 !((struct sockaddr_in6 *)&path->dst)->sin6_port)
-		((struct sockaddr_in6 *)&path->dst)->sin6_port =
-			htons(sess->port);
-	if (addr->src) {
-		memcpy(&path->src, addr->src, sizeof(path->src));
-		path->has_src = true;
-		ibtrs_sockaddr_to_str((struct sockaddr *)&path->src,
-				      path->src_str, sizeof(path->src_str));
-	}
-	ibtrs_sockaddr_to_str((struct sockaddr *)&path->dst, path->dst_str,
-			      sizeof(path->dst_str));
-	ibtrs_uuid_gen(path->uuid);
-	path->con_num = 1 + sess->io_cons;
-	atomic_init(&path->state, IBTRS_PATH_CLOSED);
-	pthread_rwlock_init(&path->lock, NULL);
-	pthread_mutex_init(&path->info_lock, NULL);
-	pthread_cond_init(&path->info_cond, NULL);
-	return path;
-}
-
-static void path_free(struct clt_path *path)
-{
-	if (!path)
-		return;
-	pthread_rwlock_destroy(&path->lock);
-	pthread_mutex_destroy(&path->info_lock);
-	pthread_cond_destroy(&path->info_cond);
-	free(path->rbufs);
-	free(path);
+	return -ENOTCONN;
 }
 
 /* ------------------------------------------------------------------ */
@@ -855,6 +415,9 @@ void ibtrs_clt_opts_init(struct ibtrs_clt_opts *opts, size_t size)
 		.max_reconnect_attempts = -1,
 		.connect_timeout_ms = CLT_DEFAULT_CONNECT_TIMEOUT_MS,
 		.io_cons = 1,
+		.policy = IBTRS_MP_MIN_INFLIGHT,
+		.hb_timeout_ms = CLT_DEFAULT_HB_TIMEOUT_MS,
+		.failover_timeout_ms = CLT_DEFAULT_FAILOVER_TIMEOUT_MS,
 	};
 
 	if (!opts)
@@ -869,10 +432,10 @@ void ibtrs_clt_opts_init(struct ibtrs_clt_opts *opts, size_t size)
 
 static void sess_free(struct ibtrs_clt *sess)
 {
-	unsigned int i;
+	unsigned int i, n = atomic_load(&sess->path_cnt);
 
-	for (i = 0; i < sess->path_cnt; i++)
-		path_free(sess->paths[i]);
+	for (i = 0; i < n; i++)
+		clt_path_free(sess->paths[i]);
 	if (sess->reqs)
 		for (i = 0; i < sess->queue_depth; i++)
 			sess->ops->mr_free(sess->reqs[i].mr);
@@ -880,7 +443,12 @@ static void sess_free(struct ibtrs_clt *sess)
 		sess->ops->pd_free(sess->pd);
 	pthread_mutex_destroy(&sess->tag_lock);
 	pthread_cond_destroy(&sess->tag_cond);
+	pthread_mutex_destroy(&sess->paths_lock);
+	pthread_mutex_destroy(&sess->conn_lock);
+	pthread_cond_destroy(&sess->conn_cond);
+	pthread_mutex_destroy(&sess->ev_lock);
 	free(sess->reqs);
+	free(sess->sg_mem);
 	free(sess->tags);
 	free(sess->free_tags);
 	free(sess);
@@ -894,7 +462,11 @@ static int check_opts(const struct ibtrs_clt_opts *o)
 	    o->path_cnt > IBTRS_MAX_PATHS ||
 	    o->max_segments > CLT_MAX_SEGMENTS ||
 	    o->io_cons > CLT_MAX_IO_CONS || !o->connect_timeout_ms ||
-	    o->max_reconnect_attempts < -1)
+	    o->max_reconnect_attempts < -1 ||
+	    o->hb_timeout_ms < CLT_MIN_HB_TIMEOUT_MS ||
+	    (o->policy != IBTRS_MP_ROUND_ROBIN &&
+	     o->policy != IBTRS_MP_MIN_INFLIGHT &&
+	     o->policy != IBTRS_MP_MIN_LATENCY))
 		return -EINVAL;
 	n = strnlen(o->sessname, NAME_MAX);
 	if (!n || n >= NAME_MAX || strchr(o->sessname, '/'))
@@ -911,20 +483,52 @@ static int check_opts(const struct ibtrs_clt_opts *o)
 static void sess_mark_open(void *arg)
 {
 	struct ibtrs_clt *sess = arg;
-	unsigned int i;
 
-	sess->paths_up = 0;
-	for (i = 0; i < sess->path_cnt; i++)
-		if (atomic_load(&sess->paths[i]->state) == IBTRS_PATH_CONNECTED)
-			sess->paths_up++;
 	sess->opened = true;
+}
+
+static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
+{
+	struct ibtrs_clt *sess;
+	uint64_t tick;
+
+	sess = calloc(1, sizeof(*sess));
+	if (!sess)
+		return NULL;
+	snprintf(sess->sessname, sizeof(sess->sessname), "%s", o->sessname);
+	ibtrs_uuid_gen(sess->uuid);
+	sess->priv = o->priv;
+	sess->link_ev = o->link_ev;
+	sess->pdu_sz = o->pdu_sz;
+	sess->port = o->port;
+	sess->max_segments = o->max_segments ? o->max_segments
+					     : IBTRS_DEFAULT_MAX_SEGMENTS;
+	sess->connect_timeout_ms = o->connect_timeout_ms;
+	sess->io_cons = o->io_cons;
+	sess->reconnect_delay_sec = o->reconnect_delay_sec;
+	sess->max_reconnect_attempts = o->max_reconnect_attempts;
+	sess->hb_timeout_ns = (uint64_t)o->hb_timeout_ms * 1000000;
+	sess->hb_interval_ns = sess->hb_timeout_ns / 4;
+	/* A silent path is declared dead within hb_timeout, tick included. */
+	tick = sess->hb_timeout_ns / 10;
+	sess->tick_ns = tick;
+	sess->failover_timeout_ns = (uint64_t)o->failover_timeout_ms * 1000000;
+	atomic_init(&sess->policy, o->policy);
+	sess->pending_tail = &sess->pending;
+	pthread_mutex_init(&sess->tag_lock, NULL);
+	pthread_cond_init(&sess->tag_cond, NULL);
+	pthread_mutex_init(&sess->paths_lock, NULL);
+	pthread_mutex_init(&sess->conn_lock, NULL);
+	pthread_cond_init(&sess->conn_cond, NULL);
+	pthread_mutex_init(&sess->ev_lock, NULL);
+	return sess;
 }
 
 struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 {
 	struct ibtrs_clt_opts opts;
 	struct ibtrs_clt *sess;
-	unsigned int i, up = 0;
+	unsigned int i, up = 0, tick_ms;
 	int ret, first_err = 0;
 
 	if (!o ||
@@ -940,71 +544,66 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 		errno = -ret;
 		return NULL;
 	}
-	sess = calloc(1, sizeof(*sess));
+	sess = sess_alloc(&opts);
 	if (!sess) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	snprintf(sess->sessname, sizeof(sess->sessname), "%s", opts.sessname);
-	ibtrs_uuid_gen(sess->uuid);
-	sess->priv = opts.priv;
-	sess->link_ev = opts.link_ev;
-	sess->pdu_sz = opts.pdu_sz;
-	sess->port = opts.port;
-	sess->max_segments = opts.max_segments ? opts.max_segments
-					       : IBTRS_DEFAULT_MAX_SEGMENTS;
-	sess->connect_timeout_ms = opts.connect_timeout_ms;
-	sess->io_cons = opts.io_cons;
-	pthread_mutex_init(&sess->tag_lock, NULL);
-	pthread_cond_init(&sess->tag_cond, NULL);
 	sess->ops = ibtrs_xprt_find(opts.backend);
 	if (!sess->ops) {
 		ibtrs_log(IBTRS_LOG_ERR, "session %s: unknown backend %s",
-			  sess->sessname, opts.backend);
+			  sess->sessname, opts.backend ? opts.backend : "");
 		ret = -EINVAL;
+		goto free_sess;
+	}
+	ret = clt_parse_faults(sess, getenv("IBTRS_FAULT"));
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_ERR, "session %s: bad IBTRS_FAULT",
+			  sess->sessname);
 		goto free_sess;
 	}
 	ret = sess->ops->pd_alloc(&sess->pd, IBTRS_MAX_QUEUE_DEPTH);
 	if (ret)
 		goto free_sess;
 	for (i = 0; i < opts.path_cnt; i++) {
-		sess->paths[i] = path_alloc(sess, &opts.paths[i], i);
+		sess->paths[i] = clt_path_alloc(sess, &opts.paths[i], i);
 		if (!sess->paths[i]) {
 			ret = -ENOMEM;
 			goto free_sess;
 		}
-		sess->path_cnt++;
+		atomic_store(&sess->path_cnt, i + 1);
 	}
-	ret = ibtrs_loop_create(&sess->loop, "ibtrs-clt", NULL, NULL, 0);
+	tick_ms = (unsigned int)(sess->tick_ns / 1000000);
+	ret = ibtrs_loop_create(&sess->loop, "ibtrs-clt", clt_tick, sess,
+				tick_ms);
 	if (ret)
 		goto free_sess;
+	ret = clt_connector_start(sess);
+	if (ret)
+		goto destroy_loop;
 
-	for (i = 0; i < sess->path_cnt; i++) {
-		struct clt_path *path = sess->paths[i];
-
-		ret = path_connect(path);
+	for (i = 0; i < opts.path_cnt; i++) {
+		ret = clt_path_open(sess->paths[i]);
 		if (!ret) {
 			up++;
 			continue;
 		}
 		if (!first_err)
 			first_err = ret;
-		ibtrs_log(IBTRS_LOG_WARN,
-			  "session %s: path %s: connect failed: %s",
-			  sess->sessname, path_name(path), strerror(-ret));
 	}
 	if (!up) {
 		ret = first_err;
-		goto destroy_loop;
+		goto stop_connector;
 	}
 	ibtrs_loop_call(sess->loop, sess_mark_open, sess);
-	ibtrs_log(
-		IBTRS_LOG_INFO,
-		"session %s: open, %u of %u paths connected, queue depth %u, max I/O %u",
-		sess->sessname, up, sess->path_cnt, sess->queue_depth,
-		sess->max_io_size);
+	clt_event(sess, -1, "open: %u of %zu paths connected, queue depth %u",
+		  up, opts.path_cnt, sess->queue_depth);
 	return sess;
 
+stop_connector:
+	clt_connector_stop(sess);
+	for (i = 0; i < opts.path_cnt; i++)
+		clt_path_destroy_cons(sess->paths[i]);
 destroy_loop:
 	ibtrs_loop_destroy(sess->loop);
 free_sess:
@@ -1038,27 +637,33 @@ ibtrs_clt_open(void *priv, link_clt_ev_fn *link_ev, const char *sessname,
 static void sess_close_paths(void *arg)
 {
 	struct ibtrs_clt *sess = arg;
-	unsigned int i;
+	unsigned int i, n = atomic_load(&sess->path_cnt);
 
-	for (i = 0; i < sess->path_cnt; i++)
-		path_down(sess->paths[i], -ECONNABORTED, "session closing");
 	sess->opened = false;
+	for (i = 0; i < n; i++)
+		clt_path_close(sess->paths[i]);
+	clt_fail_pending(sess, -ECONNABORTED);
 }
 
 void ibtrs_clt_close(struct ibtrs_clt *sess)
 {
-	unsigned int i;
+	unsigned int i, n;
 
 	if (!sess)
 		return;
 	pthread_mutex_lock(&sess->tag_lock);
 	sess->closing = true;
 	pthread_cond_broadcast(&sess->tag_cond);
+	/* Callers still inside ibtrs_clt_get_tag() must leave first. */
+	while (sess->tag_waiters)
+		pthread_cond_wait(&sess->tag_cond, &sess->tag_lock);
 	pthread_mutex_unlock(&sess->tag_lock);
 
+	clt_connector_stop(sess);
 	ibtrs_loop_call(sess->loop, sess_close_paths, sess);
-	for (i = 0; i < sess->path_cnt; i++)
-		path_destroy_cons(sess->paths[i]);
+	n = atomic_load(&sess->path_cnt);
+	for (i = 0; i < n; i++)
+		clt_path_destroy_cons(sess->paths[i]);
 	/* Runs the completions still queued, then no callback is left. */
 	ibtrs_loop_destroy(sess->loop);
 	sess_free(sess);
@@ -1066,18 +671,19 @@ void ibtrs_clt_close(struct ibtrs_clt *sess)
 
 int ibtrs_clt_query(struct ibtrs_clt *sess, struct ibtrs_attrs *attr)
 {
-	unsigned int i, up = 0;
+	unsigned int i, up = 0, n;
 
 	if (!sess || !attr)
 		return -EINVAL;
 	memset(attr, 0, sizeof(*attr));
+	n = atomic_load(&sess->path_cnt);
 	attr->queue_depth = sess->queue_depth;
 	attr->max_io_size = sess->max_io_size;
 	attr->max_segments = sess->max_segments;
-	attr->path_cnt = sess->path_cnt;
+	attr->path_cnt = n;
 	snprintf((char *)attr->sessname, sizeof(attr->sessname), "%s",
 		 sess->sessname);
-	for (i = 0; i < sess->path_cnt; i++)
+	for (i = 0; i < n; i++)
 		if (atomic_load(&sess->paths[i]->state) == IBTRS_PATH_CONNECTED)
 			up++;
 	attr->connected_paths = up;
@@ -1092,9 +698,9 @@ int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 
 	if (!sess || !st || st->size < offsetof(struct ibtrs_path_stats, src))
 		return -EINVAL;
-	if (idx >= sess->path_cnt)
+	path = clt_path_get(sess, idx);
+	if (!path)
 		return -ENOENT;
-	path = sess->paths[idx];
 	memset(&v, 0, sizeof(v));
 	v.size = st->size < sizeof(v) ? st->size : sizeof(v);
 	v.state = (enum ibtrs_path_state)atomic_load(&path->state);
@@ -1107,6 +713,65 @@ int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 	v.wr_bytes = atomic_load(&path->wr_bytes);
 	v.errors = atomic_load(&path->errors);
 	v.proto_errors = atomic_load(&path->proto_errors);
+	v.failovers = atomic_load(&path->failovers);
+	v.reconnect_attempts = atomic_load(&path->reconnect_attempts);
+	v.reconnects = atomic_load(&path->reconnects);
+	v.hb_rtt_us = atomic_load(&path->hb_rtt_ns) / 1000;
+	v.lat_p50_us = ibtrs_hist_quantile(&path->hist, 0.50) / 1000;
+	v.lat_p99_us = ibtrs_hist_quantile(&path->hist, 0.99) / 1000;
+	v.lat_p999_us = ibtrs_hist_quantile(&path->hist, 0.999) / 1000;
 	memcpy(st, &v, v.size);
 	return 0;
+}
+
+void ibtrs_clt_reset_stats(struct ibtrs_clt *sess)
+{
+	unsigned int i, n;
+
+	if (!sess)
+		return;
+	n = atomic_load(&sess->path_cnt);
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		atomic_store(&p->rd_ops, 0);
+		atomic_store(&p->rd_bytes, 0);
+		atomic_store(&p->wr_ops, 0);
+		atomic_store(&p->wr_bytes, 0);
+		atomic_store(&p->errors, 0);
+		atomic_store(&p->proto_errors, 0);
+		atomic_store(&p->failovers, 0);
+		atomic_store(&p->reconnect_attempts, 0);
+		atomic_store(&p->reconnects, 0);
+		ibtrs_hist_reset(&p->hist);
+	}
+}
+
+const char *ibtrs_mp_policy_str(int policy)
+{
+	switch (policy) {
+	case IBTRS_MP_ROUND_ROBIN:
+		return "round-robin";
+	case IBTRS_MP_MIN_INFLIGHT:
+		return "min-inflight";
+	case IBTRS_MP_MIN_LATENCY:
+		return "min-latency";
+	}
+	return "unknown";
+}
+
+int ibtrs_clt_set_policy(struct ibtrs_clt *sess, int policy)
+{
+	if (!sess ||
+	    (policy != IBTRS_MP_ROUND_ROBIN &&
+	     policy != IBTRS_MP_MIN_INFLIGHT && policy != IBTRS_MP_MIN_LATENCY))
+		return -EINVAL;
+	if (atomic_exchange(&sess->policy, policy) != policy)
+		clt_event(sess, -1, "policy %s", ibtrs_mp_policy_str(policy));
+	return 0;
+}
+
+int ibtrs_clt_get_policy(struct ibtrs_clt *sess)
+{
+	return sess ? atomic_load(&sess->policy) : -EINVAL;
 }

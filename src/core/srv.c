@@ -26,27 +26,42 @@
 #include "xprt.h"
 
 #define SRV_DEFAULT_MAX_SESSIONS 64
+#define SRV_DEFAULT_HB_TIMEOUT_MS 1000
+#define SRV_MIN_HB_TIMEOUT_MS 100
+#define SRV_DEFAULT_GRACE_MS 10000
 #define SRV_MAX_IO_SIZE (16u << 20)
 #define SRV_EXTRA_RECVS 16 /* heartbeats and control beside the requests */
 
 #define WR_ID_INFO 1 /* con 0's receive for INFO_REQ */
 #define WR_ID_IMM 0
 
+/*
+ * Each chunk's operation remembers the generation of the last request it
+ * ran and that request's result, so that a request replayed on another
+ * path (the client's failover) runs at most once: a replay of a running
+ * request is answered when it finishes, a replay of a finished one is
+ * answered at once with the same result, and rdma_ev is not called again.
+ */
 enum op_state {
-	OP_IDLE,
-	OP_RUNNING,
+	OP_IDLE,    /* never used */
+	OP_RUNNING, /* given to the application */
+	OP_DONE,    /* answered; @gen and @result are kept */
 };
 
 struct srv_con;
 
 struct ibtrs_srv_op {
 	struct ibtrs_srv *sess;
-	struct srv_con *con; /* referenced while running */
 	uint32_t chunk;
+	pthread_spinlock_t lock;
+	/* under @lock */
+	enum op_state state;
+	struct srv_con *con; /* referenced while running */
 	int dir;
 	uint32_t data_len;
+	uint32_t gen;
+	int result;
 	struct ibtrs_desc desc;
-	_Atomic int state;
 };
 
 struct srv_con {
@@ -68,7 +83,9 @@ struct srv_path {
 	unsigned int nr_cons;
 	struct srv_con *cons[IBTRS_MAX_CONS_PER_PATH];
 	bool connected;
-	char peer[64];
+	uint64_t last_rx_ns;
+	uint64_t last_hb_tx_ns;
+	char peer[IBTRS_SOCKADDR_STR_LEN];
 };
 
 struct ibtrs_srv {
@@ -79,9 +96,11 @@ struct ibtrs_srv {
 	void *priv;
 	struct srv_path *paths;
 	unsigned int nr_paths;
-	int refs;	   /* loop thread: alive + connections */
-	bool closing;	   /* no longer in the context's list */
-	bool connected_ev; /* CONNECTED delivered, DISCONNECTED owed */
+	int refs;	      /* loop thread: alive + connections */
+	bool closing;	      /* no longer in the context's list */
+	bool connected_ev;    /* CONNECTED delivered, DISCONNECTED owed */
+	bool client_closed;   /* the client said goodbye: no grace */
+	uint64_t grace_until; /* no path: kept until then for a rejoin */
 	char *chunks;
 	size_t pool_len;
 	struct ibtrs_xprt_pd *pd;
@@ -105,7 +124,12 @@ struct ibtrs_srv_ctx {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned int nr_sessions; /* under @lock */
-	_Atomic uint64_t proto_errors;
+	uint64_t hb_timeout_ns;
+	uint64_t hb_interval_ns;
+	uint64_t tick_ns;
+	uint64_t grace_ns;
+	_Atomic uint64_t requests, replays, busy, proto_errors;
+	_Atomic unsigned int nr_paths;
 };
 
 static const struct ibtrs_xprt_handler srv_handler;
@@ -116,6 +140,7 @@ static const struct ibtrs_xprt_handler srv_handler;
 static void sess_free(struct ibtrs_srv *sess)
 {
 	struct ibtrs_srv_ctx *ctx = sess->ctx;
+	uint32_t i;
 
 	if (sess->mr)
 		ctx->ops->mr_free(sess->mr);
@@ -123,6 +148,9 @@ static void sess_free(struct ibtrs_srv *sess)
 		ctx->ops->pd_free(sess->pd);
 	if (sess->chunks)
 		munmap(sess->chunks, sess->pool_len);
+	if (sess->ops)
+		for (i = 0; i < ctx->queue_depth; i++)
+			pthread_spin_destroy(&sess->ops[i].lock);
 	free(sess->ops);
 	free(sess);
 	pthread_mutex_lock(&ctx->lock);
@@ -199,6 +227,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	for (i = 0; i < ctx->queue_depth; i++) {
 		sess->ops[i].sess = sess;
 		sess->ops[i].chunk = i;
+		pthread_spin_init(&sess->ops[i].lock, PTHREAD_PROCESS_PRIVATE);
 	}
 	ret = ctx->ops->pd_alloc(&sess->pd, 1);
 	if (ret)
@@ -274,11 +303,17 @@ static void path_close(struct srv_path *path, const char *why)
 		}
 	}
 	sess->nr_paths--;
+	atomic_fetch_sub(&sess->ctx->nr_paths, 1);
 	free(path);
-	if (!sess->nr_paths && !sess->closing) {
-		sess_unlink(sess);
-		sess_put(sess);
+	if (sess->nr_paths || sess->closing)
+		return;
+	if (sess->connected_ev && !sess->client_closed && sess->ctx->grace_ns) {
+		/* The client may come back and replay: keep the session. */
+		sess->grace_until = ibtrs_now_ns() + sess->ctx->grace_ns;
+		return;
 	}
+	sess_unlink(sess);
+	sess_put(sess);
 }
 
 static void path_proto_error(struct srv_path *path, const char *what)
@@ -305,49 +340,61 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
 /* ------------------------------------------------------------------ */
 /* requests                                                             */
 
-void ibtrs_srv_resp_rdma(struct ibtrs_srv_op *op, int err)
+/*
+ * Send the answer for @chunk on @con, which the caller holds a reference
+ * on; the reference goes with the answer. A READ answer carries the chunk's
+ * data, so the chunk stays referenced until it has left.
+ */
+static void send_rsp(struct srv_con *con, uint32_t chunk, int dir,
+		     uint32_t data_len, const struct ibtrs_desc *desc, int err)
 {
-	struct ibtrs_srv *sess;
-	const struct ibtrs_xprt_ops *ops;
-	struct ibtrs_desc desc;
-	struct srv_con *con;
+	struct ibtrs_srv *sess = con->sess;
+	const struct ibtrs_xprt_ops *ops = sess->ctx->ops;
+	uint32_t imm = ibtrs_imm_rsp(chunk, err);
 	struct iovec iov;
-	uint32_t chunk, data_len, imm;
-	int dir, expected = OP_RUNNING, ret;
 
-	if (!op)
-		return;
-	sess = op->sess;
-	ops = sess->ctx->ops;
-	if (err > 0)
-		err = -err;
-	/* Take what the response needs before the chunk is free again. */
-	con = op->con;
-	chunk = op->chunk;
-	dir = op->dir;
-	data_len = op->data_len;
-	desc = op->desc;
-	if (!atomic_compare_exchange_strong(&op->state, &expected, OP_IDLE)) {
-		ibtrs_log_rl(IBTRS_LOG_ERR,
-			     "ibtrs_srv_resp_rdma: operation %u is not running",
-			     chunk);
-		return;
-	}
-	imm = ibtrs_imm_rsp(chunk, err);
 	if (dir == IBTRS_READ && !err && data_len) {
-		/* The chunk stays referenced until the data has left. */
 		iov.iov_base =
 			sess->chunks + (size_t)chunk * sess->ctx->chunk_size;
 		iov.iov_len = data_len;
-		ret = ops->post_write(con->xcon, &iov, 1, desc.addr, desc.key,
-				      imm, 0,
-				      IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED);
-		if (ret)
+		if (ops->post_write(con->xcon, &iov, 1, desc->addr, desc->key,
+				    imm, 0,
+				    IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED))
 			con_put(con);
 		return;
 	}
 	ops->post_write(con->xcon, NULL, 0, 0, 0, imm, 0, IBTRS_XPRT_IMM);
 	con_put(con);
+}
+
+void ibtrs_srv_resp_rdma(struct ibtrs_srv_op *op, int err)
+{
+	struct ibtrs_desc desc;
+	struct srv_con *con;
+	uint32_t data_len;
+	int dir;
+
+	if (!op)
+		return;
+	if (err > 0)
+		err = -err;
+	pthread_spin_lock(&op->lock);
+	if (op->state != OP_RUNNING) {
+		pthread_spin_unlock(&op->lock);
+		ibtrs_log_rl(IBTRS_LOG_ERR,
+			     "ibtrs_srv_resp_rdma: operation %u is not running",
+			     op->chunk);
+		return;
+	}
+	op->state = OP_DONE;
+	op->result = err;
+	con = op->con;
+	op->con = NULL;
+	dir = op->dir;
+	data_len = op->data_len;
+	desc = op->desc;
+	pthread_spin_unlock(&op->lock);
+	send_rsp(con, op->chunk, dir, data_len, &desc, err);
 }
 
 static int srv_process_req(struct srv_con *con, uint32_t imm)
@@ -356,8 +403,9 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 	struct ibtrs_srv_ctx *ctx = sess->ctx;
 	struct ibtrs_req_trailer t;
 	struct ibtrs_srv_op *op;
+	struct srv_con *old;
 	uint32_t chunk, off, data_len;
-	int expected = OP_IDLE, ret;
+	int ret, result;
 	char *base;
 
 	ibtrs_imm_req_unpack(imm, ctx->off_bits, &chunk, &off);
@@ -375,13 +423,40 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 	if (t.dir == IBTRS_READ && t.desc.len != data_len)
 		return -EPROTO;
 	op = &sess->ops[chunk];
-	if (!atomic_compare_exchange_strong(&op->state, &expected, OP_RUNNING))
-		return -EBUSY;
+	atomic_fetch_add(&con->refs, 1); /* for the answer, whichever */
+	pthread_spin_lock(&op->lock);
+	if (op->gen == t.gen && op->state != OP_IDLE && op->dir == t.dir &&
+	    op->data_len == data_len) {
+		/* A replay: the client's path died while this ran. */
+		atomic_fetch_add(&ctx->replays, 1);
+		op->desc = t.desc; /* a READ destination has a new key */
+		if (op->state == OP_RUNNING) {
+			old = op->con;
+			op->con = con; /* answer where the client now waits */
+			pthread_spin_unlock(&op->lock);
+			con_put(old);
+			return 0;
+		}
+		result = op->result;
+		pthread_spin_unlock(&op->lock);
+		send_rsp(con, chunk, t.dir, data_len, &t.desc, result);
+		return 0;
+	}
+	if (op->state == OP_RUNNING) {
+		/* An earlier request on this tag is still running. */
+		pthread_spin_unlock(&op->lock);
+		atomic_fetch_add(&ctx->busy, 1);
+		send_rsp(con, chunk, IBTRS_WRITE, 0, NULL, -EBUSY);
+		return 0;
+	}
+	op->state = OP_RUNNING;
 	op->con = con;
+	op->gen = t.gen;
 	op->dir = t.dir;
 	op->data_len = data_len;
 	op->desc = t.desc;
-	atomic_fetch_add(&con->refs, 1);
+	pthread_spin_unlock(&op->lock);
+	atomic_fetch_add(&ctx->requests, 1);
 	ret = ctx->rdma_ev(sess, sess->priv, op, t.dir, base, data_len,
 			   base + data_len, t.usr_len);
 	if (ret)
@@ -464,7 +539,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 
 	switch (wc->opcode) {
 	case IBTRS_WC_WRITE:
-		/* A READ answer left: the chunk is free. */
+		/* A READ answer left, or was flushed: the chunk is free. */
 		con_put(con);
 		return;
 	case IBTRS_WC_SEND:
@@ -476,6 +551,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 			path_proto_error(path, "unexpected message");
 			return;
 		}
+		path->last_rx_ns = ibtrs_now_ns();
 		srv_process_info(con, wc->byte_len);
 		return;
 	case IBTRS_WC_RECV_IMM:
@@ -483,6 +559,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	}
 	if (!path)
 		return;
+	path->last_rx_ns = ibtrs_now_ns();
 	switch (ibtrs_imm_type(wc->imm)) {
 	case IBTRS_IMM_IO_REQ:
 		if (!path->connected) {
@@ -490,10 +567,6 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 			return;
 		}
 		ret = srv_process_req(con, wc->imm);
-		if (ret == -EBUSY) {
-			path_proto_error(path, "request on a busy chunk");
-			return;
-		}
 		if (ret) {
 			path_proto_error(path, "malformed request");
 			return;
@@ -502,6 +575,16 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	case IBTRS_IMM_HB:
 		srv_hb_ack(con);
 		break;
+	case IBTRS_IMM_HB_ACK:
+		break;
+	case IBTRS_IMM_CLOSE:
+		if (con->cid) {
+			path_proto_error(path, "CLOSE on an I/O connection");
+			return;
+		}
+		con->sess->client_closed = true;
+		path_close(path, "closed by the client");
+		return;
 	default:
 		path_proto_error(path, "unknown immediate type");
 		return;
@@ -559,6 +642,7 @@ static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
 		.max_send_wr = 2 * ctx->queue_depth + SRV_EXTRA_RECVS,
 		.max_recv_wr = ctx->queue_depth + SRV_EXTRA_RECVS + 1,
 		.max_send_sge = 2,
+		.timeout_ms = (unsigned int)(ctx->hb_timeout_ns / 1000000),
 	};
 	struct ibtrs_conn_rsp r = {
 		.version = IBTRS_PROTO_VER,
@@ -613,7 +697,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	struct ibtrs_conn_req cr;
 	struct ibtrs_srv *sess;
 	struct srv_path *path;
-	char peer[64] = "?";
+	char peer[IBTRS_SOCKADDR_STR_LEN] = "?";
 	int ret;
 
 	ibtrs_sockaddr_to_str((const struct sockaddr *)&info->peer, peer,
@@ -672,10 +756,13 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		path->sess = sess;
 		memcpy(path->uuid, cr.path_uuid, IBTRS_UUID_LEN);
 		path->cid_num = cr.cid_num;
+		path->last_rx_ns = ibtrs_now_ns();
 		snprintf(path->peer, sizeof(path->peer), "%s", peer);
 		path->next = sess->paths;
 		sess->paths = path;
 		sess->nr_paths++;
+		sess->grace_until = 0;
+		atomic_fetch_add(&ctx->nr_paths, 1);
 	} else if (path->cid_num != cr.cid_num || path->cons[cr.cid] ||
 		   path->connected) {
 		reject(ctx, req, -EBUSY);
@@ -697,6 +784,58 @@ drop_empty:
 }
 
 /* ------------------------------------------------------------------ */
+/* tick: heartbeats, silent paths, sessions past their grace            */
+
+static void srv_tick_path(struct srv_path *path, uint64_t now)
+{
+	struct ibtrs_srv_ctx *ctx = path->sess->ctx;
+	char why[64];
+
+	if (now - path->last_rx_ns + ctx->tick_ns > ctx->hb_timeout_ns) {
+		snprintf(why, sizeof(why),
+			 "heartbeat timeout: nothing received for %llu ms",
+			 (unsigned long long)(now - path->last_rx_ns) /
+				 1000000);
+		path_close(path, why);
+		return;
+	}
+	if (path->connected && path->cons[0] &&
+	    now - path->last_hb_tx_ns >= ctx->hb_interval_ns) {
+		path->last_hb_tx_ns = now;
+		ctx->ops->post_write(path->cons[0]->xcon, NULL, 0, 0, 0,
+				     ibtrs_imm_hb(IBTRS_IMM_HB), 0,
+				     IBTRS_XPRT_IMM);
+	}
+}
+
+static void srv_tick(void *arg)
+{
+	struct ibtrs_srv_ctx *ctx = arg;
+	uint64_t now = ibtrs_now_ns();
+	struct ibtrs_srv *sess, *next_sess;
+
+	for (sess = ctx->sessions; sess; sess = next_sess) {
+		struct srv_path *path, *next_path;
+
+		next_sess = sess->next;
+		for (path = sess->paths; path; path = next_path) {
+			next_path = path->next;
+			srv_tick_path(path, now);
+		}
+		/* path_close() may have ended the session; it is then no
+		 * longer in the list, and next_sess is still valid. */
+		if (!sess->closing && !sess->nr_paths && sess->grace_until &&
+		    now >= sess->grace_until) {
+			ibtrs_log(IBTRS_LOG_INFO,
+				  "session %s: client did not come back",
+				  sess->sessname);
+			sess_unlink(sess);
+			sess_put(sess);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* public API                                                           */
 
 void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size)
@@ -707,6 +846,8 @@ void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size)
 		.queue_depth = IBTRS_DEFAULT_QUEUE_DEPTH,
 		.max_io_size = IBTRS_DEFAULT_MAX_IO_SIZE,
 		.max_sessions = SRV_DEFAULT_MAX_SESSIONS,
+		.hb_timeout_ms = SRV_DEFAULT_HB_TIMEOUT_MS,
+		.sess_grace_ms = SRV_DEFAULT_GRACE_MS,
 	};
 
 	if (!opts)
@@ -787,7 +928,8 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	memcpy(&opts, o, o->size);
 	if (!opts.rdma_ev || !opts.queue_depth ||
 	    opts.queue_depth > IBTRS_MAX_QUEUE_DEPTH || !opts.max_io_size ||
-	    opts.max_io_size > SRV_MAX_IO_SIZE || !opts.max_sessions) {
+	    opts.max_io_size > SRV_MAX_IO_SIZE || !opts.max_sessions ||
+	    opts.hb_timeout_ms < SRV_MIN_HB_TIMEOUT_MS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -820,9 +962,14 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	ctx->chunk_size = ibtrs_chunk_size(opts.max_io_size);
 	ctx->off_bits = (unsigned int)off_bits;
 	ctx->max_sessions = opts.max_sessions;
+	ctx->hb_timeout_ns = (uint64_t)opts.hb_timeout_ms * 1000000;
+	ctx->hb_interval_ns = ctx->hb_timeout_ns / 4;
+	ctx->tick_ns = ctx->hb_timeout_ns / 10;
+	ctx->grace_ns = (uint64_t)opts.sess_grace_ms * 1000000;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
-	ret = ibtrs_loop_create(&ctx->loop, "ibtrs-srv", NULL, NULL, 0);
+	ret = ibtrs_loop_create(&ctx->loop, "ibtrs-srv", srv_tick, ctx,
+				(unsigned int)(ctx->tick_ns / 1000000));
 	if (ret)
 		goto destroy_sync;
 	ret = srv_listen(ctx, &opts);
@@ -923,5 +1070,25 @@ int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len)
 		return -ENOBUFS;
 	}
 	memcpy(sessname, sess->sessname, n + 1);
+	return 0;
+}
+
+int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
+{
+	struct ibtrs_srv_stats v;
+
+	if (!ctx || !st || st->size < offsetof(struct ibtrs_srv_stats, paths))
+		return -EINVAL;
+	memset(&v, 0, sizeof(v));
+	v.size = st->size < sizeof(v) ? st->size : sizeof(v);
+	pthread_mutex_lock(&ctx->lock);
+	v.sessions = ctx->nr_sessions;
+	pthread_mutex_unlock(&ctx->lock);
+	v.paths = atomic_load(&ctx->nr_paths);
+	v.requests = atomic_load(&ctx->requests);
+	v.replays = atomic_load(&ctx->replays);
+	v.busy = atomic_load(&ctx->busy);
+	v.proto_errors = atomic_load(&ctx->proto_errors);
+	memcpy(st, &v, v.size);
 	return 0;
 }

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "xprt.h"
@@ -142,6 +143,7 @@ static void fill_stubs(struct ibtrs_xprt_ops *o)
 	FILL(mr_map, stub_mr_map);
 	FILL(mr_unmap, stub_mr_void);
 	FILL(mr_free, stub_mr_void);
+	FILL(mr_sync, stub_mr_void);
 	FILL(connect, stub_connect);
 	FILL(listen, stub_listen);
 	FILL(listener_addr, stub_listener_addr);
@@ -160,6 +162,9 @@ static void fill_stubs(struct ibtrs_xprt_ops *o)
 /* Every backend, the default first. */
 static const struct ibtrs_xprt_ops *const backends[] = {
 	&ibtrs_xprt_tcp_ops,
+#ifdef IBTRS_HAVE_OFI
+	&ibtrs_xprt_ofi_ops,
+#endif
 };
 
 #define NR_BACKENDS (sizeof(backends) / sizeof(backends[0]))
@@ -182,6 +187,8 @@ const struct ibtrs_xprt_ops *ibtrs_xprt_find(const char *name)
 	size_t i;
 
 	pthread_once(&registered_once, register_backends);
+	if (!name || !*name)
+		name = getenv("IBTRS_BACKEND");
 	if (!name || !*name)
 		return &registered[0];
 	for (i = 0; i < NR_BACKENDS; i++)

@@ -21,9 +21,10 @@
  * Receive completions run on the loop thread. Completions of signalled
  * sends may run on any thread that posted (the backend flushes from the
  * posting thread when it can), so their handler must only record and defer.
- * When a connection fails, the handler's err() runs once on the loop
- * thread and queued work requests are dropped without completions: the
- * protocol engine fails its own outstanding requests.
+ * When a connection fails or is disconnected, every signalled work request
+ * still queued completes with status -ECANCELED (a verbs flush), then, on a
+ * failure, the handler's err() runs once on the loop thread; the protocol
+ * engine moves or fails its outstanding requests itself.
  */
 #ifndef IBTRS_XPRT_H
 #define IBTRS_XPRT_H
@@ -53,12 +54,14 @@ enum ibtrs_wc_opcode {
 /**
  * struct ibtrs_wc - a work completion
  * @wr_id: the id given when the work request was posted
+ * @status: 0, or -ECANCELED for a send flushed by a failed connection
  * @opcode: what completed
  * @imm: the immediate (IBTRS_WC_RECV_IMM)
  * @byte_len: bytes received (IBTRS_WC_RECV) or written (IBTRS_WC_RECV_IMM)
  */
 struct ibtrs_wc {
 	uint64_t wr_id;
+	int status;
 	enum ibtrs_wc_opcode opcode;
 	uint32_t imm;
 	uint32_t byte_len;
@@ -79,11 +82,15 @@ struct ibtrs_xprt_handler {
  * @max_send_wr: work requests that may be queued at once
  * @max_recv_wr: receives that may be posted at once
  * @max_send_sge: iovecs per work request
+ * @timeout_ms: a backend that can detect a dead peer by itself (TCP user
+ *              timeout, keepalive) declares the connection failed after
+ *              about this long; 0 leaves its defaults
  */
 struct ibtrs_xprt_con_attr {
 	unsigned int max_send_wr;
 	unsigned int max_recv_wr;
 	unsigned int max_send_sge;
+	unsigned int timeout_ms;
 };
 
 /**
@@ -147,6 +154,13 @@ struct ibtrs_xprt_ops {
 	/* Invalidate the current key: the peer's WRITEs to it now fail. */
 	void (*mr_unmap)(struct ibtrs_xprt_mr *mr);
 	void (*mr_free)(struct ibtrs_xprt_mr *mr);
+	/*
+	 * Make what the peer wrote into @mr visible in the mapped iovecs
+	 * (a backend that placed it in a bounce buffer copies it out here).
+	 * Called on the loop thread after the response that follows those
+	 * writes arrived, before the key is unmapped.
+	 */
+	void (*mr_sync)(struct ibtrs_xprt_mr *mr);
 
 	/* --- connection setup --- */
 	/*
@@ -210,9 +224,14 @@ struct ibtrs_xprt_ops {
 			 size_t len);
 };
 
-/* Look a backend up by name; NULL selects the default. */
+/*
+ * Look a backend up by name; NULL or "" selects the one named by the
+ * environment variable IBTRS_BACKEND, else the default (tcp). Returns NULL
+ * for an unknown name.
+ */
 const struct ibtrs_xprt_ops *ibtrs_xprt_find(const char *name);
 
 extern const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops;
+extern const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops;
 
 #endif /* IBTRS_XPRT_H */

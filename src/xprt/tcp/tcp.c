@@ -40,6 +40,7 @@
 #define TCP_MAX_SGE 256		 /* iovecs of one region or work request */
 #define TCP_STAGING (256u << 10) /* receive staging buffer */
 #define TCP_DIRECT_MIN 8192	 /* read payloads this large directly */
+#define TCP_LARGE_STAGE 4096	 /* staging read size while frames are large */
 #define TCP_RX_BUDGET (4u << 20) /* bytes per event before yielding */
 #define TCP_FLUSH_WRS 64	 /* work requests per sendmsg */
 #define TCP_FLUSH_IOVS 1024
@@ -123,6 +124,7 @@ struct tcp_con {
 	char *stage;
 	size_t st_head, st_tail;
 	enum rx_state state;
+	bool rx_large;	      /* the last frame was large: stage little */
 	struct tcp_frame cur; /* host order */
 	struct iovec dst[TCP_MAX_SGE];
 	unsigned int dst_cnt, dst_idx;
@@ -150,6 +152,7 @@ struct tcp_pending {
 	struct ibtrs_loop_src src;
 	struct tcp_hello hello;
 	size_t got;
+	bool evicted;
 	struct ibtrs_connreq_info info;
 };
 
@@ -336,6 +339,29 @@ static void tcp_sockopts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/*
+ * Let the kernel give up on a peer about as fast as the heartbeats would:
+ * unacknowledged data for @timeout_ms, or an idle connection whose
+ * keepalive probes go unanswered.
+ */
+static void tcp_set_timeout(int fd, unsigned int timeout_ms)
+{
+	int one = 1, idle, intvl, cnt = 3;
+	unsigned int ut = timeout_ms;
+
+	if (!timeout_ms)
+		return;
+	idle = (int)(timeout_ms / 2000);
+	if (idle < 1)
+		idle = 1;
+	intvl = idle;
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
 static int tcp_set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -385,6 +411,7 @@ static struct tcp_con *tcp_con_alloc(int fd, struct tcp_pd *pd,
 	c->fd = fd;
 	c->pd = pd;
 	c->attr = *attr;
+	tcp_set_timeout(fd, attr->timeout_ms);
 	c->wr_stride = sizeof(struct tcp_wr) +
 		       (attr->max_send_sge + 1) * sizeof(struct iovec);
 	c->rq = calloc(attr->max_recv_wr, sizeof(*c->rq));
@@ -559,17 +586,34 @@ static void tcp_complete_sends(struct tcp_con *c, struct tcp_wr **done,
 }
 
 /* Drop queued work requests of a dead connection; under sq_lock. */
-static void tcp_drop_queue(struct tcp_con *c)
+/*
+ * Complete every queued work request of a dead connection with
+ * -ECANCELED, as verbs flushes a QP in error. Nobody is flushing.
+ */
+static void tcp_flush_errors(struct tcp_con *c)
 {
-	while (c->sq_head) {
-		struct tcp_wr *wr = c->sq_head;
+	struct ibtrs_wc wc = { .status = -ECANCELED };
+	struct tcp_wr *list, *wr, *last = NULL;
 
-		c->sq_head = wr->next;
-		wr->next = c->wr_free;
-		c->wr_free = wr;
-	}
-	c->sq_tail = NULL;
+	pthread_mutex_lock(&c->sq_lock);
+	list = c->sq_head;
+	c->sq_head = c->sq_tail = NULL;
 	c->head_off = 0;
+	pthread_mutex_unlock(&c->sq_lock);
+	for (wr = list; wr; wr = wr->next) {
+		last = wr;
+		if (!(wr->flags & IBTRS_XPRT_SIGNALED))
+			continue;
+		wc.wr_id = wr->wr_id;
+		wc.opcode = wr->opcode;
+		c->base.handler->wc(&c->base, &wc);
+	}
+	if (!last)
+		return;
+	pthread_mutex_lock(&c->sq_lock);
+	last->next = c->wr_free;
+	c->wr_free = list;
+	pthread_mutex_unlock(&c->sq_lock);
 }
 
 /*
@@ -701,7 +745,8 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	wr->hdr.len = htole32((uint32_t)len);
 	wr->iov[0].iov_base = &wr->hdr;
 	wr->iov[0].iov_len = sizeof(wr->hdr);
-	memcpy(&wr->iov[1], iov, cnt * sizeof(*iov));
+	if (cnt)
+		memcpy(&wr->iov[1], iov, cnt * sizeof(*iov));
 	wr->cnt = cnt + 1;
 	if (c->sq_tail)
 		c->sq_tail->next = wr;
@@ -770,7 +815,6 @@ static void tcp_fail(struct tcp_con *c, int err)
 	c->failed = true;
 	pthread_mutex_lock(&c->sq_lock);
 	c->dead = true;
-	tcp_drop_queue(c);
 	/* Another thread may be inside sendmsg with queued buffers. */
 	while (c->flushing)
 		pthread_cond_wait(&c->sq_cond, &c->sq_lock);
@@ -779,6 +823,7 @@ static void tcp_fail(struct tcp_con *c, int err)
 	if (started)
 		ibtrs_loop_del(c->loop, &c->src);
 	shutdown(c->fd, SHUT_RDWR);
+	tcp_flush_errors(c);
 	if (err)
 		c->base.handler->err(&c->base, err);
 }
@@ -922,6 +967,7 @@ static int tcp_rx_parse(struct tcp_con *c)
 			ret = tcp_rx_header(c);
 			if (ret)
 				return ret;
+			c->rx_large = c->cur.len >= TCP_DIRECT_MIN;
 			c->state = RX_PAYLOAD;
 			avail = c->st_tail - c->st_head;
 		}
@@ -963,8 +1009,15 @@ static ssize_t tcp_rx_read(struct tcp_con *c)
 			want += c->dst[i].iov_len;
 		}
 	}
+	/*
+	 * Many small frames: read as much as there is. Large frames: stage
+	 * only a little, so that the next payload is mostly read straight
+	 * into its destination rather than copied out of the staging buffer.
+	 */
 	iov[n].iov_base = c->stage + c->st_tail;
 	iov[n].iov_len = TCP_STAGING - c->st_tail;
+	if (c->rx_large && iov[n].iov_len > TCP_LARGE_STAGE)
+		iov[n].iov_len = TCP_LARGE_STAGE;
 	n++;
 	r = readv(c->fd, iov, (int)n);
 	if (r <= 0)
@@ -1134,13 +1187,20 @@ static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 					     strerror(errno));
 			return;
 		}
-		/* Too many silent peers: the oldest one goes. */
+		/*
+		 * Too many silent peers: the oldest one goes. It may have an
+		 * event in this very batch, so it is shut down here and freed
+		 * by its own callback when it reads the end of the stream.
+		 */
 		if (l->nr_pending >= TCP_MAX_PENDING) {
 			struct tcp_pending *old = l->pending;
 
-			while (old->next)
+			while (old->next && !old->next->evicted)
 				old = old->next;
-			pending_free(old, true);
+			if (!old->evicted) {
+				old->evicted = true;
+				shutdown(old->src.fd, SHUT_RDWR);
+			}
 		}
 		p = calloc(1, sizeof(*p));
 		if (!p) {

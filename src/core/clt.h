@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clt.h - client objects shared by clt.c (sessions, tags, requests) and
+ * clt_path.c (paths: connect, failure, failover, reconnect, heartbeats,
+ * faults, statistics).
+ *
+ * Threads: the caller's threads submit; the session's loop thread
+ * receives, completes and runs every callback; the session's connector
+ * thread reconnects failed paths. A submitter holds its path's lock for
+ * reading while it posts, and a path changes state only under the same
+ * lock held for writing, so no request slips onto a path going down.
+ */
+#ifndef IBTRS_CLT_H
+#define IBTRS_CLT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "addr.h"
+#include "core.h"
+#include "loop.h"
+#include "path.h"
+#include "xprt.h"
+
+#define CLT_EXTRA_RECVS 16
+#define CLT_MAX_IO_CONS 8
+#define CLT_MAX_SEGMENTS 255
+#define CLT_DEFAULT_CONNECT_TIMEOUT_MS 2000
+#define CLT_DEFAULT_HB_TIMEOUT_MS 1000
+#define CLT_MIN_HB_TIMEOUT_MS 100
+#define CLT_DEFAULT_FAILOVER_TIMEOUT_MS 30000
+#define CLT_RECONNECT_JITTER_MS 250
+#define CLT_DRAIN_TIMEOUT_MS 5000
+#define CLT_MAX_FAULTS 8
+
+#define WR_ID_IMM 0
+#define WR_ID_HB 1
+#define WR_ID_INFO UINT64_MAX
+
+/*
+ * Request state bits. INFLIGHT: posted on req->path. SENT: the send left,
+ * the caller's buffers are free again. RSP: the response arrived. PENDING:
+ * its path died and no other was connected; waiting on sess->pending.
+ */
+#define REQ_INFLIGHT 0x1u
+#define REQ_SENT 0x2u
+#define REQ_RSP 0x4u
+#define REQ_PENDING 0x8u
+
+struct ibtrs_tag {
+	struct ibtrs_clt *sess;
+	uint32_t mem_id;
+	enum ibtrs_clt_con_type con_type;
+	_Atomic bool held;
+} __attribute__((aligned(16)));
+
+#define TAG_HDR_SIZE sizeof(struct ibtrs_tag)
+
+struct clt_path;
+struct clt_con;
+
+struct clt_req {
+	struct ibtrs_clt *sess;
+	struct clt_path *path; /* where it is (or was last) posted */
+	struct clt_con *con;
+	ibtrs_conf_fn *conf;
+	void *priv;
+	int dir;
+	enum ibtrs_clt_con_type con_type;
+	uint32_t mem_id;
+	uint32_t data_len;
+	uint32_t usr_len;
+	uint32_t gen; /* same for every replay of one request */
+	int rsp_err;
+	_Atomic unsigned int state;
+	uint64_t start_ns;
+	uint64_t deadline_ns;	  /* failover deadline, once orphaned */
+	struct ibtrs_xprt_mr *mr; /* READ destination */
+	struct iovec *sg;	  /* copy of the caller's data iovecs */
+	unsigned int sg_cnt;
+	struct ibtrs_work done_work;
+	/* loop thread: parked for failover, or a delayed response */
+	struct clt_req *next_pending;
+	struct clt_req *next_delayed;
+	uint64_t delay_until;
+	uint32_t delay_gen;
+	struct clt_con *delay_con;
+	bool delayed;
+	char hdr[IBTRS_MAX_USR_MSG + sizeof(struct ibtrs_trailer)];
+};
+
+struct clt_con {
+	struct clt_path *path;
+	unsigned int cid;
+	struct ibtrs_xprt_con *xcon;
+};
+
+struct clt_path {
+	struct ibtrs_clt *sess;
+	unsigned int idx;
+	struct sockaddr_storage src, dst;
+	bool has_src;
+	char src_str[IBTRS_SOCKADDR_STR_LEN];
+	char dst_str[IBTRS_SOCKADDR_STR_LEN];
+	uint8_t uuid[IBTRS_UUID_LEN];
+	uint16_t recon_cnt;
+	pthread_rwlock_t lock; /* read: posting; write: state changes */
+	_Atomic int state;
+	pthread_mutex_t connect_lock; /* one connect at a time */
+	unsigned int con_num;
+	struct clt_con cons[IBTRS_MAX_CONS_PER_PATH];
+	struct ibtrs_desc *rbufs; /* per chunk: address and key */
+
+	/* INFO_RSP hand-over from the loop thread to the connecting one */
+	pthread_mutex_t info_lock;
+	pthread_cond_t info_cond;
+	int info_status; /* 0 waiting, 1 received, <0 failed */
+	int info_cnt;
+	struct ibtrs_desc info_desc[IBTRS_MAX_INFO_DESCS];
+	char info_buf[IBTRS_INFO_RSP_MAX_LEN];
+	struct ibtrs_msg_info_req info_req;
+
+	/* loop thread */
+	uint64_t last_rx_ns;
+	uint64_t last_hb_tx_ns;
+	uint64_t hb_sent_ns;
+	bool up;		   /* counted in sess->paths_up */
+	_Atomic bool no_reconnect; /* disconnected on purpose */
+
+	/* connector: under sess->conn_lock */
+	uint64_t next_try_ns;
+	_Atomic int attempts; /* failed connects since the last success */
+
+	_Atomic int fault;
+	_Atomic unsigned int fault_arg;
+
+	_Atomic uint64_t inflight, rd_ops, rd_bytes, wr_ops, wr_bytes;
+	_Atomic uint64_t errors, proto_errors, failovers;
+	_Atomic uint64_t reconnect_attempts, reconnects, hb_rtt_ns;
+	struct ibtrs_hist hist;
+};
+
+struct clt_fault {
+	unsigned int idx;
+	enum ibtrs_fault_type type;
+	unsigned int arg;
+	uint64_t due_ns;
+	bool done;
+};
+
+struct ibtrs_clt {
+	char sessname[NAME_MAX];
+	uint8_t uuid[IBTRS_UUID_LEN];
+	void *priv;
+	link_clt_ev_fn *link_ev;
+	const struct ibtrs_xprt_ops *ops;
+	struct ibtrs_xprt_pd *pd;
+	struct ibtrs_loop *loop;
+	unsigned int connect_timeout_ms;
+	unsigned int io_cons;
+	uint16_t port;
+	uint8_t reconnect_delay_sec;
+	int16_t max_reconnect_attempts;
+	uint64_t hb_timeout_ns;
+	uint64_t hb_interval_ns;
+	uint64_t tick_ns;
+	uint64_t failover_timeout_ns;
+	_Atomic int policy;
+
+	struct clt_path *paths[IBTRS_MAX_PATHS];
+	_Atomic unsigned int path_cnt;
+	pthread_mutex_t paths_lock; /* adding paths */
+	_Atomic unsigned int rr;
+
+	/* loop thread */
+	unsigned int paths_up;
+	bool opened;
+	struct clt_req *pending; /* orphaned requests, oldest first */
+	struct clt_req **pending_tail;
+	struct clt_req *delayed;
+	struct clt_fault faults[CLT_MAX_FAULTS];
+	unsigned int nr_faults;
+
+	/* connector thread */
+	pthread_t connector;
+	bool connector_started;
+	pthread_mutex_t conn_lock;
+	pthread_cond_t conn_cond;
+	bool conn_stop; /* under conn_lock */
+
+	/* geometry, fixed by the first path that connects */
+	bool have_geometry;
+	uint32_t queue_depth;
+	uint32_t max_io_size;
+	uint32_t chunk_size;
+	uint32_t max_usr_msg;
+	unsigned int off_bits;
+	uint16_t max_segments;
+
+	size_t pdu_sz;
+	size_t tag_stride;
+	char *tags;
+	struct clt_req *reqs;
+	struct iovec *sg_mem;
+	pthread_mutex_t tag_lock;
+	pthread_cond_t tag_cond;
+	uint32_t *free_tags; /* stack, under tag_lock */
+	uint32_t nr_free;
+	unsigned int tag_waiters; /* under tag_lock */
+	_Atomic bool closing;
+
+	pthread_mutex_t ev_lock;
+	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
+	unsigned int ev_head, ev_cnt;
+};
+
+/* clt.c */
+void clt_req_complete(struct clt_req *req, int err);
+bool clt_req_claim(struct clt_req *req);
+int clt_req_post(struct clt_path *path, struct clt_req *req, bool replay);
+int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude);
+void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r);
+
+/* clt_path.c */
+extern const struct ibtrs_xprt_handler clt_handler;
+struct clt_path *clt_path_alloc(struct ibtrs_clt *sess,
+				const struct ibtrs_addr *addr,
+				unsigned int idx);
+void clt_path_free(struct clt_path *path);
+/* Connect a path that is CLOSED: blocks; schedules retries on failure. */
+int clt_path_open(struct clt_path *path);
+void clt_path_close(struct clt_path *path); /* loop thread */
+void clt_path_destroy_cons(struct clt_path *path);
+void clt_tick(void *arg);
+int clt_connector_start(struct ibtrs_clt *sess);
+void clt_connector_stop(struct ibtrs_clt *sess);
+void clt_fail_pending(struct ibtrs_clt *sess, int err);
+int clt_parse_faults(struct ibtrs_clt *sess, const char *spec);
+
+static inline struct clt_path *clt_path_get(struct ibtrs_clt *sess,
+					    unsigned int idx)
+{
+	if (idx >= atomic_load(&sess->path_cnt))
+		return NULL;
+	return sess->paths[idx];
+}
+
+static inline const char *path_name(const struct clt_path *path)
+{
+	return path->dst_str;
+}
+
+#endif /* IBTRS_CLT_H */

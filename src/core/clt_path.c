@@ -1,0 +1,1186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * clt_path.c - client paths: connect and INFO exchange, the state machine,
+ * failure and failover, reconnect, heartbeats, fault injection, and the
+ * receive side of requests.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "clt.h"
+#include "log.h"
+
+/* ------------------------------------------------------------------ */
+/* state machine                                                        */
+
+/*
+ * The only place path->state changes. Refuses transitions the table does
+ * not allow; records every change with its reason in the event log.
+ */
+static int path_change(struct clt_path *path, enum ibtrs_path_state to,
+		       const char *why)
+{
+	enum ibtrs_path_state from;
+
+	pthread_rwlock_wrlock(&path->lock);
+	from = (enum ibtrs_path_state)atomic_load(&path->state);
+	if (!ibtrs_path_transition_ok(from, to)) {
+		pthread_rwlock_unlock(&path->lock);
+		ibtrs_log(IBTRS_LOG_DEBUG,
+			  "session %s: path %s: refused %s -> %s (%s)",
+			  path->sess->sessname, path_name(path),
+			  ibtrs_path_state_str(from), ibtrs_path_state_str(to),
+			  why);
+		return -EINVAL;
+	}
+	atomic_store(&path->state, (int)to);
+	pthread_rwlock_unlock(&path->lock);
+	clt_event(path->sess, (int)path->idx, "%s: %s -> %s: %s",
+		  path_name(path), ibtrs_path_state_str(from),
+		  ibtrs_path_state_str(to), why);
+	return 0;
+}
+
+static enum ibtrs_path_state path_state(const struct clt_path *path)
+{
+	return (enum ibtrs_path_state)atomic_load(&path->state);
+}
+
+/* ------------------------------------------------------------------ */
+/* failover                                                             */
+
+/* Can any path of the session still carry requests, now or later? */
+static bool sess_has_hope(struct ibtrs_clt *sess)
+{
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	for (i = 0; i < n; i++) {
+		enum ibtrs_path_state st = path_state(sess->paths[i]);
+
+		if (st == IBTRS_PATH_CONNECTED || st == IBTRS_PATH_CONNECTING ||
+		    st == IBTRS_PATH_RECONNECTING)
+			return true;
+	}
+	return false;
+}
+
+static void pending_add(struct ibtrs_clt *sess, struct clt_req *req)
+{
+	atomic_store(&req->state, REQ_PENDING);
+	req->next_pending = NULL;
+	*sess->pending_tail = req;
+	sess->pending_tail = &req->next_pending;
+}
+
+/* Loop thread: fail every parked request. */
+void clt_fail_pending(struct ibtrs_clt *sess, int err)
+{
+	while (sess->pending) {
+		struct clt_req *req = sess->pending;
+
+		sess->pending = req->next_pending;
+		if (!sess->pending)
+			sess->pending_tail = &sess->pending;
+		atomic_store(&req->state, 0);
+		clt_req_complete(req, err);
+	}
+}
+
+/*
+ * Loop thread: post a request taken back from a dead path on another one,
+ * or park it until a path comes back, or fail it if none can.
+ */
+static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
+			const struct clt_path *from)
+{
+	unsigned int try, n = atomic_load(&sess->path_cnt);
+	uint64_t now = ibtrs_now_ns();
+
+	if (!req->deadline_ns)
+		req->deadline_ns = now + sess->failover_timeout_ns;
+	for (try = 0; try < n && !atomic_load(&sess->closing); try++) {
+		int idx = clt_select_path(sess, from);
+		struct clt_path *path;
+		int ret = -ENOTCONN;
+
+		if (idx < 0)
+			break;
+		path = sess->paths[idx];
+		pthread_rwlock_rdlock(&path->lock);
+		if (path_state(path) == IBTRS_PATH_CONNECTED)
+			ret = clt_req_post(path, req, true);
+		pthread_rwlock_unlock(&path->lock);
+		if (!ret)
+			return;
+	}
+	if (!atomic_load(&sess->closing) && sess_has_hope(sess) &&
+	    now < req->deadline_ns) {
+		pending_add(sess, req);
+		return;
+	}
+	clt_req_complete(req, -ECONNABORTED);
+}
+
+/* Loop thread: move the requests of a path that went down. */
+static void path_failover(struct clt_path *path)
+{
+	struct ibtrs_clt *sess = path->sess;
+	uint32_t i;
+
+	if (!sess->reqs)
+		return;
+	for (i = 0; i < sess->queue_depth; i++) {
+		struct clt_req *req = &sess->reqs[i];
+		unsigned int s = atomic_load(&req->state);
+
+		if (!(s & REQ_INFLIGHT) || req->path != path ||
+		    !clt_req_claim(req))
+			continue;
+		atomic_fetch_sub(&path->inflight, 1);
+		if (req->dir == IBTRS_READ && req->data_len)
+			sess->ops->mr_unmap(req->mr);
+		if (s & REQ_RSP) {
+			/* Answered already; only the send completion was
+			 * lost with the connection. */
+			clt_req_complete(req, req->rsp_err);
+			continue;
+		}
+		atomic_fetch_add(&path->failovers, 1);
+		req_reroute(sess, req, path);
+	}
+}
+
+/* Loop thread: post the parked requests on the paths now connected. */
+static void resubmit_pending(struct ibtrs_clt *sess)
+{
+	struct clt_req *list = sess->pending;
+
+	sess->pending = NULL;
+	sess->pending_tail = &sess->pending;
+	while (list) {
+		struct clt_req *req = list;
+
+		list = req->next_pending;
+		atomic_store(&req->state, 0);
+		req_reroute(sess, req, NULL);
+	}
+}
+
+/* Loop thread: fail the parked requests whose deadline passed. */
+static void expire_pending(struct ibtrs_clt *sess, uint64_t now)
+{
+	struct clt_req **pp = &sess->pending;
+
+	while (*pp) {
+		struct clt_req *req = *pp;
+
+		if (now < req->deadline_ns && sess_has_hope(sess)) {
+			pp = &req->next_pending;
+			continue;
+		}
+		*pp = req->next_pending;
+		atomic_store(&req->state, 0);
+		clt_req_complete(req, -ECONNABORTED);
+	}
+	sess->pending_tail = pp;
+}
+
+/* ------------------------------------------------------------------ */
+/* up and down                                                          */
+
+static void schedule_reconnect(struct clt_path *path, uint64_t delay_ns)
+{
+	struct ibtrs_clt *sess = path->sess;
+	uint32_t jitter = 0;
+
+	if (getrandom(&jitter, sizeof(jitter), GRND_NONBLOCK) < 0)
+		jitter = (uint32_t)ibtrs_now_ns();
+	delay_ns += (uint64_t)(jitter % CLT_RECONNECT_JITTER_MS) * 1000000;
+	pthread_mutex_lock(&sess->conn_lock);
+	path->next_try_ns = ibtrs_now_ns() + delay_ns;
+	pthread_cond_signal(&sess->conn_cond);
+	pthread_mutex_unlock(&sess->conn_lock);
+}
+
+static bool may_reconnect(struct clt_path *path)
+{
+	struct ibtrs_clt *sess = path->sess;
+
+	return !atomic_load(&sess->closing) &&
+	       !atomic_load(&path->no_reconnect) &&
+	       sess->max_reconnect_attempts != 0 &&
+	       (sess->max_reconnect_attempts < 0 ||
+		atomic_load(&path->attempts) < sess->max_reconnect_attempts);
+}
+
+static void disconnect_cons(struct clt_path *path)
+{
+	unsigned int i;
+
+	for (i = 0; i < path->con_num; i++)
+		if (path->cons[i].xcon)
+			path->sess->ops->disconnect(path->cons[i].xcon);
+}
+
+static void path_counted_down(struct clt_path *path)
+{
+	struct ibtrs_clt *sess = path->sess;
+
+	if (!path->up)
+		return;
+	path->up = false;
+	if (!--sess->paths_up && sess->opened) {
+		clt_event(sess, -1, "no path connected");
+		if (sess->link_ev)
+			sess->link_ev(sess->priv,
+				      IBTRS_CLT_LINK_EV_DISCONNECTED);
+	}
+}
+
+/*
+ * Loop thread: a connected path failed. Its requests move on, and it is
+ * reconnected unless the policy says otherwise.
+ */
+static void path_fail(struct clt_path *path, const char *why)
+{
+	struct ibtrs_clt *sess = path->sess;
+	bool retry = may_reconnect(path);
+
+	if (path_state(path) != IBTRS_PATH_CONNECTED)
+		return;
+	if (path_change(path,
+			retry ? IBTRS_PATH_RECONNECTING : IBTRS_PATH_CLOSED,
+			why))
+		return;
+	disconnect_cons(path);
+	path_counted_down(path);
+	path_failover(path);
+	if (retry)
+		schedule_reconnect(path, (uint64_t)sess->reconnect_delay_sec *
+						 1000000000ull);
+	if (!sess_has_hope(sess))
+		clt_fail_pending(sess, -ECONNABORTED);
+}
+
+/* Loop thread: close a path for good (session close, removal). */
+void clt_path_close(struct clt_path *path)
+{
+	enum ibtrs_path_state st = path_state(path);
+
+	if (st == IBTRS_PATH_CLOSED || st == IBTRS_PATH_DEAD)
+		return;
+	if (st != IBTRS_PATH_CLOSING &&
+	    path_change(path, IBTRS_PATH_CLOSING, "closing"))
+		return;
+	if (st == IBTRS_PATH_CONNECTED && path->cons[0].xcon) {
+		/* Tell the server, so it frees the session without grace. */
+		path->sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
+					    ibtrs_imm_hb(IBTRS_IMM_CLOSE), 0,
+					    IBTRS_XPRT_IMM);
+	}
+	disconnect_cons(path);
+	path_counted_down(path);
+	path_failover(path);
+	path_change(path, IBTRS_PATH_CLOSED, "closed");
+}
+
+static void path_proto_error(struct clt_path *path, const char *what)
+{
+	char why[96];
+
+	atomic_fetch_add(&path->proto_errors, 1);
+	ibtrs_log(IBTRS_LOG_ERR, "session %s: path %s: protocol error: %s",
+		  path->sess->sessname, path_name(path), what);
+	snprintf(why, sizeof(why), "protocol error: %s", what);
+	path_fail(path, why);
+}
+
+/* Loop thread: a connect finished; the path carries requests again. */
+static void path_up_fn(void *arg)
+{
+	struct clt_path *path = arg;
+	struct ibtrs_clt *sess = path->sess;
+
+	if (path_change(path, IBTRS_PATH_CONNECTED, "connected"))
+		return;
+	path->last_rx_ns = ibtrs_now_ns();
+	path->last_hb_tx_ns = 0;
+	path->hb_sent_ns = 0;
+	path->up = true;
+	if (!sess->paths_up++ && sess->opened) {
+		clt_event(sess, -1, "reconnected");
+		if (sess->link_ev)
+			sess->link_ev(sess->priv,
+				      IBTRS_CLT_LINK_EV_RECONNECTED);
+	}
+	resubmit_pending(sess);
+}
+
+/* ------------------------------------------------------------------ */
+/* receive side                                                         */
+
+/* Loop thread: the response to a request arrived on @con. */
+static void apply_rsp(struct clt_req *req, int err)
+{
+	unsigned int s;
+
+	req->rsp_err = err;
+	s = atomic_fetch_or(&req->state, REQ_RSP);
+	if ((s & REQ_SENT) && clt_req_claim(req)) {
+		atomic_fetch_sub(&req->path->inflight, 1);
+		clt_req_complete(req, err);
+	}
+}
+
+static void process_rsp(struct clt_con *con, uint32_t imm)
+{
+	struct clt_path *path = con->path;
+	struct ibtrs_clt *sess = path->sess;
+	struct clt_req *req;
+	uint32_t chunk;
+	unsigned int s;
+	int err;
+
+	ibtrs_imm_rsp_unpack(imm, &chunk, &err);
+	if (chunk >= sess->queue_depth) {
+		path_proto_error(path, "response for a chunk out of range");
+		return;
+	}
+	req = &sess->reqs[chunk];
+	s = atomic_load(&req->state);
+	if (!(s & REQ_INFLIGHT) || (s & REQ_RSP) || req->con != con) {
+		path_proto_error(path, "response to no request");
+		return;
+	}
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DELAY) {
+		/* Injected delay: apply it from the tick. */
+		req->delay_until =
+			ibtrs_now_ns() +
+			(uint64_t)atomic_load(&path->fault_arg) * 1000000;
+		req->delay_gen = req->gen;
+		req->delay_con = con;
+		req->rsp_err = err;
+		if (!req->delayed) {
+			req->delayed = true;
+			req->next_delayed = sess->delayed;
+			sess->delayed = req;
+		}
+		return;
+	}
+	apply_rsp(req, err);
+}
+
+static void process_info(struct clt_con *con, uint32_t len)
+{
+	struct clt_path *path = con->path;
+	int n;
+
+	n = ibtrs_info_rsp_decode(path->info_buf, len, path->info_desc,
+				  IBTRS_MAX_INFO_DESCS);
+	pthread_mutex_lock(&path->info_lock);
+	path->info_cnt = n;
+	path->info_status = n > 0 ? 1 : -EPROTO;
+	pthread_cond_signal(&path->info_cond);
+	pthread_mutex_unlock(&path->info_lock);
+}
+
+static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
+{
+	struct clt_con *con = xcon->ctx;
+	struct clt_path *path = con->path;
+	struct ibtrs_clt *sess = path->sess;
+	struct clt_req *req;
+	unsigned int s;
+
+	switch (wc->opcode) {
+	case IBTRS_WC_WRITE:
+		/* A flushed send: the path's failover takes the request. */
+		if (wc->status)
+			return;
+		/* Any thread: only record, complete on the loop thread. */
+		req = &sess->reqs[(uint32_t)wc->wr_id];
+		if (req->gen != (uint32_t)(wc->wr_id >> 32))
+			return;
+		s = atomic_fetch_or(&req->state, REQ_SENT);
+		if ((s & (REQ_INFLIGHT | REQ_RSP)) == (REQ_INFLIGHT | REQ_RSP))
+			ibtrs_loop_queue(sess->loop, &req->done_work);
+		return;
+	case IBTRS_WC_SEND:
+		return;
+	case IBTRS_WC_RECV:
+		if (wc->wr_id != WR_ID_INFO || con->cid) {
+			path_proto_error(path, "unexpected message");
+			return;
+		}
+		process_info(con, wc->byte_len);
+		return;
+	case IBTRS_WC_RECV_IMM:
+		break;
+	}
+	if (path_state(path) != IBTRS_PATH_CONNECTED &&
+	    path_state(path) != IBTRS_PATH_CLOSING)
+		return;
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP) {
+		/* As if it never arrived. */
+		sess->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
+		return;
+	}
+	path->last_rx_ns = ibtrs_now_ns();
+	switch (ibtrs_imm_type(wc->imm)) {
+	case IBTRS_IMM_IO_RSP:
+		process_rsp(con, wc->imm);
+		break;
+	case IBTRS_IMM_HB:
+		sess->ops->post_write(xcon, NULL, 0, 0, 0,
+				      ibtrs_imm_hb(IBTRS_IMM_HB_ACK), 0,
+				      IBTRS_XPRT_IMM);
+		break;
+	case IBTRS_IMM_HB_ACK:
+		if (path->hb_sent_ns) {
+			atomic_store(&path->hb_rtt_ns,
+				     path->last_rx_ns - path->hb_sent_ns);
+			path->hb_sent_ns = 0;
+		}
+		break;
+	default:
+		path_proto_error(path, "unknown immediate type");
+		return;
+	}
+	if (path_state(path) == IBTRS_PATH_CONNECTED ||
+	    path_state(path) == IBTRS_PATH_CLOSING)
+		sess->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
+}
+
+static void clt_con_err(struct ibtrs_xprt_con *xcon, int err)
+{
+	struct clt_con *con = xcon->ctx;
+	struct clt_path *path = con->path;
+	char why[80];
+
+	if (path_state(path) == IBTRS_PATH_CONNECTING) {
+		/* The connecting thread is waiting for INFO: wake it. */
+		pthread_mutex_lock(&path->info_lock);
+		if (!path->info_status)
+			path->info_status = err;
+		pthread_cond_signal(&path->info_cond);
+		pthread_mutex_unlock(&path->info_lock);
+		return;
+	}
+	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
+		 strerror(-err));
+	path_fail(path, why);
+}
+
+const struct ibtrs_xprt_handler clt_handler = {
+	.wc = clt_con_wc,
+	.err = clt_con_err,
+};
+
+/* ------------------------------------------------------------------ */
+/* connect                                                              */
+
+static void destroy_fn(void *arg)
+{
+	struct clt_path *path = arg;
+	unsigned int i;
+
+	disconnect_cons(path);
+	for (i = 0; i < path->con_num; i++) {
+		path->sess->ops->destroy(path->cons[i].xcon);
+		path->cons[i].xcon = NULL;
+	}
+}
+
+/*
+ * Disconnect and free every connection of @path. Runs as loop work: the
+ * loop may hold events of these connections in the batch it is handling.
+ */
+void clt_path_destroy_cons(struct clt_path *path)
+{
+	ibtrs_loop_call(path->sess->loop, destroy_fn, path);
+}
+
+static int con_connect(struct clt_path *path, unsigned int cid)
+{
+	struct ibtrs_clt *sess = path->sess;
+	struct clt_con *con = &path->cons[cid];
+	struct ibtrs_conn_req cr = {
+		.version = IBTRS_PROTO_VER,
+		.cid = (uint16_t)cid,
+		.cid_num = (uint16_t)path->con_num,
+		.recon_cnt = path->recon_cnt,
+		.first_conn = cid == 0,
+	};
+	struct ibtrs_xprt_con_attr attr = {
+		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,
+		.max_recv_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS + 1,
+		.max_send_sge = sess->max_segments + 1u,
+		.timeout_ms = (unsigned int)(sess->hb_timeout_ns / 1000000),
+	};
+	uint8_t rsp[IBTRS_XPRT_PRIV_LEN];
+	struct ibtrs_msg_conn_req m;
+	struct ibtrs_conn_rsp r;
+	unsigned int i;
+	int ret;
+
+	if (sess->have_geometry)
+		attr.max_send_wr = attr.max_recv_wr =
+			sess->queue_depth + CLT_EXTRA_RECVS + 1;
+	memcpy(cr.sess_uuid, sess->uuid, IBTRS_UUID_LEN);
+	memcpy(cr.path_uuid, path->uuid, IBTRS_UUID_LEN);
+	ibtrs_conn_req_encode(&m, &cr);
+	memset(rsp, 0, sizeof(rsp));
+	ret = sess->ops->connect(
+		sess->pd, path->has_src ? (struct sockaddr *)&path->src : NULL,
+		(struct sockaddr *)&path->dst, &attr, &m, rsp,
+		sess->connect_timeout_ms, &con->xcon);
+	if (ret && ret != -ECONNREFUSED)
+		return ret;
+	if (ret && !con->xcon &&
+	    ibtrs_conn_rsp_decode(rsp, sizeof(rsp), &r) == -EPROTO)
+		return ret; /* refused by the network: no answer at all */
+	ret = ibtrs_conn_rsp_decode(rsp, sizeof(rsp), &r);
+	if (ret == -EPROTONOSUPPORT) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"session %s: path %s: server speaks protocol %u.%u, this client %u.%u",
+			sess->sessname, path_name(path), r.version >> 8,
+			r.version & 0xff, IBTRS_PROTO_VER_MAJOR,
+			IBTRS_PROTO_VER_MINOR);
+		ret = -EPROTO;
+	} else if (!ret && r.err) {
+		ret = -(int)r.err;
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"session %s: path %s: server refused connection %u: %s",
+			sess->sessname, path_name(path), cid, strerror(-ret));
+		/* The server's word for a version mismatch. */
+		if (ret == -EPROTONOSUPPORT)
+			ret = -EPROTO;
+	} else if (!ret && !con->xcon) {
+		ret = -ECONNREFUSED;
+	}
+	if (!ret)
+		ret = clt_set_geometry(sess, &r);
+	if (ret) {
+		if (con->xcon) {
+			sess->ops->disconnect(con->xcon);
+			sess->ops->destroy(con->xcon);
+			con->xcon = NULL;
+		}
+		return ret;
+	}
+	con->path = path;
+	con->cid = cid;
+	con->xcon->handler = &clt_handler;
+	con->xcon->ctx = con;
+	if (!cid)
+		ret = sess->ops->post_recv(con->xcon, path->info_buf,
+					   sizeof(path->info_buf), WR_ID_INFO);
+	for (i = 0; !ret && i < sess->queue_depth + CLT_EXTRA_RECVS; i++)
+		ret = sess->ops->post_recv(con->xcon, NULL, 0, WR_ID_IMM);
+	if (!ret)
+		ret = sess->ops->start(con->xcon, sess->loop);
+	return ret;
+}
+
+/* Build the per-chunk table from the server's descriptors. */
+static int path_set_rbufs(struct clt_path *path)
+{
+	struct ibtrs_clt *sess = path->sess;
+	uint64_t total = 0;
+	uint32_t chunk = 0;
+	int i;
+
+	for (i = 0; i < path->info_cnt; i++) {
+		if (path->info_desc[i].len % sess->chunk_size)
+			return -EPROTO;
+		total += path->info_desc[i].len;
+	}
+	if (total != (uint64_t)sess->queue_depth * sess->chunk_size)
+		return -EPROTO;
+	if (!path->rbufs)
+		path->rbufs = calloc(sess->queue_depth, sizeof(*path->rbufs));
+	if (!path->rbufs)
+		return -ENOMEM;
+	for (i = 0; i < path->info_cnt; i++) {
+		uint32_t n = path->info_desc[i].len / sess->chunk_size, j;
+
+		for (j = 0; j < n; j++, chunk++) {
+			path->rbufs[chunk].addr =
+				path->info_desc[i].addr +
+				(uint64_t)j * sess->chunk_size;
+			path->rbufs[chunk].key = path->info_desc[i].key;
+		}
+	}
+	return 0;
+}
+
+/* Connect every connection of @path and exchange INFO; blocks. */
+static int path_handshake(struct clt_path *path)
+{
+	struct ibtrs_clt *sess = path->sess;
+	struct iovec iov = { .iov_base = &path->info_req,
+			     .iov_len = sizeof(path->info_req) };
+	struct timespec ts;
+	unsigned int cid;
+	int ret = 0;
+
+	/* A dropping path reaches nothing, its connects included. */
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+		return -EHOSTUNREACH;
+	path->recon_cnt++;
+	pthread_mutex_lock(&path->info_lock);
+	path->info_status = 0;
+	pthread_mutex_unlock(&path->info_lock);
+	for (cid = 0; cid < path->con_num && !ret; cid++)
+		ret = con_connect(path, cid);
+	if (ret)
+		goto fail;
+
+	ibtrs_info_req_encode(&path->info_req, sess->sessname);
+	ret = sess->ops->post_send(path->cons[0].xcon, &iov, 1, 0, 0);
+	if (ret)
+		goto fail;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += sess->connect_timeout_ms / 1000;
+	ts.tv_nsec += (long)(sess->connect_timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&path->info_lock);
+	while (!path->info_status && !ret)
+		ret = -pthread_cond_timedwait(&path->info_cond,
+					      &path->info_lock, &ts);
+	if (path->info_status < 0)
+		ret = path->info_status;
+	pthread_mutex_unlock(&path->info_lock);
+	if (ret)
+		goto fail;
+	ret = path_set_rbufs(path);
+	if (ret)
+		goto fail;
+	return 0;
+
+fail:
+	clt_path_destroy_cons(path);
+	return ret;
+}
+
+/*
+ * Connect @path from CLOSED or RECONNECTING; blocks. On failure the path
+ * is left RECONNECTING with a retry scheduled, or CLOSED.
+ */
+static int path_connect(struct clt_path *path, const char *why)
+{
+	struct ibtrs_clt *sess = path->sess;
+	char msg[96];
+	int ret;
+
+	pthread_mutex_lock(&path->connect_lock);
+	ret = path_change(path, IBTRS_PATH_CONNECTING, why);
+	if (ret)
+		goto unlock;
+	/* The connections of the last life of the path, if any. */
+	clt_path_destroy_cons(path);
+	ret = path_handshake(path);
+	if (!ret) {
+		atomic_store(&path->attempts, 0);
+		ibtrs_loop_call(sess->loop, path_up_fn, path);
+		if (path_state(path) != IBTRS_PATH_CONNECTED)
+			ret = -ECONNABORTED;
+		goto unlock;
+	}
+	atomic_fetch_add(&path->attempts, 1);
+	snprintf(msg, sizeof(msg), "connect failed: %s", strerror(-ret));
+	if (may_reconnect(path)) {
+		if (!path_change(path, IBTRS_PATH_RECONNECTING, msg))
+			schedule_reconnect(path,
+					   (uint64_t)sess->reconnect_delay_sec *
+						   1000000000ull);
+	} else {
+		path_change(path, IBTRS_PATH_CLOSED, msg);
+	}
+unlock:
+	pthread_mutex_unlock(&path->connect_lock);
+	return ret;
+}
+
+int clt_path_open(struct clt_path *path)
+{
+	return path_connect(path, "connecting");
+}
+
+/* ------------------------------------------------------------------ */
+/* connector thread                                                     */
+
+static void pending_check_fn(void *arg)
+{
+	struct ibtrs_clt *sess = arg;
+
+	if (!sess_has_hope(sess))
+		clt_fail_pending(sess, -ECONNABORTED);
+}
+
+static void *connector_thread(void *arg)
+{
+	struct ibtrs_clt *sess = arg;
+
+	pthread_setname_np(pthread_self(), "ibtrs-conn");
+	pthread_mutex_lock(&sess->conn_lock);
+	while (!sess->conn_stop) {
+		struct clt_path *due = NULL;
+		uint64_t now = ibtrs_now_ns(), next = UINT64_MAX;
+		unsigned int i, n = atomic_load(&sess->path_cnt);
+
+		for (i = 0; i < n; i++) {
+			struct clt_path *p = sess->paths[i];
+
+			if (!p->next_try_ns)
+				continue;
+			if (p->next_try_ns <= now) {
+				due = p;
+				break;
+			}
+			if (p->next_try_ns < next)
+				next = p->next_try_ns;
+		}
+		if (!due) {
+			if (next == UINT64_MAX) {
+				pthread_cond_wait(&sess->conn_cond,
+						  &sess->conn_lock);
+			} else {
+				struct timespec ts;
+				uint64_t wait = next - now, t;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				t = (uint64_t)ts.tv_nsec + wait;
+				ts.tv_sec += (time_t)(t / 1000000000ull);
+				ts.tv_nsec = (long)(t % 1000000000ull);
+				pthread_cond_timedwait(&sess->conn_cond,
+						       &sess->conn_lock, &ts);
+			}
+			continue;
+		}
+		due->next_try_ns = 0;
+		pthread_mutex_unlock(&sess->conn_lock);
+		if (path_state(due) == IBTRS_PATH_RECONNECTING) {
+			atomic_fetch_add(&due->reconnect_attempts, 1);
+			if (!path_connect(due, "reconnecting"))
+				atomic_fetch_add(&due->reconnects, 1);
+			else
+				ibtrs_loop_call(sess->loop, pending_check_fn,
+						sess);
+		}
+		pthread_mutex_lock(&sess->conn_lock);
+	}
+	pthread_mutex_unlock(&sess->conn_lock);
+	return NULL;
+}
+
+int clt_connector_start(struct ibtrs_clt *sess)
+{
+	int ret =
+		-pthread_create(&sess->connector, NULL, connector_thread, sess);
+
+	sess->connector_started = !ret;
+	return ret;
+}
+
+void clt_connector_stop(struct ibtrs_clt *sess)
+{
+	if (!sess->connector_started)
+		return;
+	pthread_mutex_lock(&sess->conn_lock);
+	sess->conn_stop = true;
+	pthread_cond_signal(&sess->conn_cond);
+	pthread_mutex_unlock(&sess->conn_lock);
+	pthread_join(sess->connector, NULL);
+	sess->connector_started = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* tick: heartbeats, delayed responses, pending deadlines, faults      */
+
+static void apply_fault(struct ibtrs_clt *sess, struct clt_path *path,
+			enum ibtrs_fault_type type, unsigned int arg)
+{
+	static const char *const names[] = { "none", "drop", "delay", "close" };
+
+	clt_event(sess, (int)path->idx, "fault injected: %s %u", names[type],
+		  arg);
+	if (type == IBTRS_FAULT_CLOSE) {
+		atomic_store(&path->fault, IBTRS_FAULT_NONE);
+		path_fail(path, "fault injection: close");
+		return;
+	}
+	atomic_store(&path->fault_arg, arg);
+	atomic_store(&path->fault, (int)type);
+}
+
+static void tick_path(struct ibtrs_clt *sess, struct clt_path *path,
+		      uint64_t now)
+{
+	char why[64];
+
+	if (path_state(path) != IBTRS_PATH_CONNECTED)
+		return;
+	if (now - path->last_rx_ns + sess->tick_ns > sess->hb_timeout_ns) {
+		snprintf(why, sizeof(why),
+			 "heartbeat timeout: nothing received for %llu ms",
+			 (unsigned long long)(now - path->last_rx_ns) /
+				 1000000);
+		path_fail(path, why);
+		return;
+	}
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+		return;
+	if (now - path->last_hb_tx_ns >= sess->hb_interval_ns) {
+		path->last_hb_tx_ns = now;
+		if (!path->hb_sent_ns)
+			path->hb_sent_ns = now;
+		sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
+				      ibtrs_imm_hb(IBTRS_IMM_HB), WR_ID_HB,
+				      IBTRS_XPRT_IMM);
+	}
+}
+
+static void tick_delayed(struct ibtrs_clt *sess, uint64_t now)
+{
+	struct clt_req **pp = &sess->delayed;
+
+	while (*pp) {
+		struct clt_req *req = *pp;
+		unsigned int s;
+
+		if (now < req->delay_until) {
+			pp = &req->next_delayed;
+			continue;
+		}
+		*pp = req->next_delayed;
+		req->delayed = false;
+		s = atomic_load(&req->state);
+		/* Still the same request, on its path, not yet answered? */
+		if ((s & REQ_INFLIGHT) && !(s & REQ_RSP) &&
+		    req->gen == req->delay_gen && req->con == req->delay_con &&
+		    path_state(req->path) == IBTRS_PATH_CONNECTED)
+			apply_rsp(req, req->rsp_err);
+	}
+}
+
+void clt_tick(void *arg)
+{
+	struct ibtrs_clt *sess = arg;
+	uint64_t now = ibtrs_now_ns();
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	for (i = 0; i < sess->nr_faults; i++) {
+		struct clt_fault *f = &sess->faults[i];
+
+		if (f->done || now < f->due_ns || f->idx >= n ||
+		    path_state(sess->paths[f->idx]) != IBTRS_PATH_CONNECTED)
+			continue;
+		f->done = true;
+		apply_fault(sess, sess->paths[f->idx], f->type, f->arg);
+	}
+	for (i = 0; i < n; i++)
+		tick_path(sess, sess->paths[i], now);
+	tick_delayed(sess, now);
+	if (sess->pending)
+		expire_pending(sess, now);
+}
+
+/*
+ * IBTRS_FAULT: IDX:TYPE[=ARG][@AFTER_MS] separated by commas, e.g.
+ * "1:drop@3000,0:delay=20".
+ */
+int clt_parse_faults(struct ibtrs_clt *sess, const char *spec)
+{
+	static const char *const names[] = { "none", "drop", "delay", "close" };
+	const char *p = spec;
+
+	while (p && *p) {
+		struct clt_fault f = { 0 };
+		unsigned long idx, arg = 0, after = 0;
+		char *end;
+		unsigned int t;
+		size_t len;
+
+		if (sess->nr_faults == CLT_MAX_FAULTS)
+			return -EINVAL;
+		idx = strtoul(p, &end, 10);
+		if (end == p || *end != ':' || idx >= IBTRS_MAX_PATHS)
+			return -EINVAL;
+		p = end + 1;
+		len = strcspn(p, "=@,");
+		for (t = 0; t < ARRAY_SIZE(names); t++)
+			if (strlen(names[t]) == len &&
+			    !strncmp(p, names[t], len))
+				break;
+		if (t == ARRAY_SIZE(names))
+			return -EINVAL;
+		p += len;
+		if (*p == '=') {
+			arg = strtoul(p + 1, &end, 10);
+			if (end == p + 1 || arg > 600000)
+				return -EINVAL;
+			p = end;
+		}
+		if (*p == '@') {
+			after = strtoul(p + 1, &end, 10);
+			if (end == p + 1 || after > 86400000)
+				return -EINVAL;
+			p = end;
+		}
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -EINVAL;
+		f.idx = (unsigned int)idx;
+		f.type = (enum ibtrs_fault_type)t;
+		f.arg = (unsigned int)arg;
+		f.due_ns = ibtrs_now_ns() + (uint64_t)after * 1000000;
+		sess->faults[sess->nr_faults++] = f;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* paths: allocation and the public control calls                       */
+
+struct clt_path *clt_path_alloc(struct ibtrs_clt *sess,
+				const struct ibtrs_addr *addr, unsigned int idx)
+{
+	struct clt_path *path;
+
+	path = calloc(1, sizeof(*path));
+	if (!path)
+		return NULL;
+	path->sess = sess;
+	path->idx = idx;
+	memcpy(&path->dst, addr->dst, sizeof(path->dst));
+	if (path->dst.ss_family == AF_INET &&
+	    !((struct sockaddr_in *)&path->dst)->sin_port)
+		((struct sockaddr_in *)&path->dst)->sin_port =
+			htons(sess->port);
+	else if (path->dst.ss_family == AF_INET6 &&
+		 !((struct sockaddr_in6 *)&path->dst)->sin6_port)
+		((struct sockaddr_in6 *)&path->dst)->sin6_port =
+			htons(sess->port);
+	if (addr->src) {
+		memcpy(&path->src, addr->src, sizeof(path->src));
+		path->has_src = true;
+		ibtrs_sockaddr_to_str((struct sockaddr *)&path->src,
+				      path->src_str, sizeof(path->src_str));
+	}
+	ibtrs_sockaddr_to_str((struct sockaddr *)&path->dst, path->dst_str,
+			      sizeof(path->dst_str));
+	ibtrs_uuid_gen(path->uuid);
+	path->con_num = 1 + sess->io_cons;
+	atomic_init(&path->state, IBTRS_PATH_CLOSED);
+	pthread_rwlock_init(&path->lock, NULL);
+	pthread_mutex_init(&path->connect_lock, NULL);
+	pthread_mutex_init(&path->info_lock, NULL);
+	pthread_cond_init(&path->info_cond, NULL);
+	return path;
+}
+
+void clt_path_free(struct clt_path *path)
+{
+	if (!path)
+		return;
+	pthread_rwlock_destroy(&path->lock);
+	pthread_mutex_destroy(&path->connect_lock);
+	pthread_mutex_destroy(&path->info_lock);
+	pthread_cond_destroy(&path->info_cond);
+	free(path->rbufs);
+	free(path);
+}
+
+static bool same_addr(const struct sockaddr_storage *a,
+		      const struct sockaddr_storage *b)
+{
+	socklen_t la = ibtrs_sockaddr_len((const struct sockaddr *)a);
+
+	return la && la == ibtrs_sockaddr_len((const struct sockaddr *)b) &&
+	       !memcmp(a, b, la);
+}
+
+int ibtrs_clt_add_path(struct ibtrs_clt *sess, const struct ibtrs_addr *addr)
+{
+	struct clt_path *path;
+	unsigned int i, n;
+	int ret;
+
+	if (!sess || !addr || !addr->dst ||
+	    (addr->dst->ss_family != AF_INET &&
+	     addr->dst->ss_family != AF_INET6))
+		return -EINVAL;
+	pthread_mutex_lock(&sess->paths_lock);
+	n = atomic_load(&sess->path_cnt);
+	if (n == IBTRS_MAX_PATHS) {
+		pthread_mutex_unlock(&sess->paths_lock);
+		return -ENOSPC;
+	}
+	path = clt_path_alloc(sess, addr, n);
+	if (!path) {
+		pthread_mutex_unlock(&sess->paths_lock);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		if (path_state(p) != IBTRS_PATH_DEAD &&
+		    same_addr(&p->dst, &path->dst) &&
+		    p->has_src == path->has_src &&
+		    (!p->has_src || same_addr(&p->src, &path->src))) {
+			pthread_mutex_unlock(&sess->paths_lock);
+			clt_path_free(path);
+			return -EEXIST;
+		}
+	}
+	sess->paths[n] = path;
+	atomic_store(&sess->path_cnt, n + 1);
+	pthread_mutex_unlock(&sess->paths_lock);
+	clt_event(sess, (int)n, "path %s added", path_name(path));
+	ret = clt_path_open(path);
+	if (ret)
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "session %s: added path %s: connect failed: %s",
+			  sess->sessname, path_name(path), strerror(-ret));
+	return (int)n;
+}
+
+static void path_closing_fn(void *arg)
+{
+	struct clt_path *path = arg;
+
+	path->no_reconnect = true;
+	if (path_state(path) == IBTRS_PATH_CONNECTED)
+		path_change(path, IBTRS_PATH_CLOSING, "removing: draining");
+	path_counted_down(path);
+}
+
+static void path_remove_fn(void *arg)
+{
+	struct clt_path *path = arg;
+
+	clt_path_close(path);
+	path_change(path, IBTRS_PATH_DEAD, "removed");
+	if (!sess_has_hope(path->sess))
+		clt_fail_pending(path->sess, -ECONNABORTED);
+}
+
+int ibtrs_clt_remove_path(struct ibtrs_clt *sess, unsigned int idx)
+{
+	struct clt_path *path = sess ? clt_path_get(sess, idx) : NULL;
+	uint64_t deadline;
+
+	if (!path || path_state(path) == IBTRS_PATH_DEAD)
+		return -ENOENT;
+	pthread_mutex_lock(&sess->conn_lock);
+	path->next_try_ns = 0;
+	pthread_mutex_unlock(&sess->conn_lock);
+	pthread_mutex_lock(&path->connect_lock);
+	/* No new requests; let those in flight finish (bounded). */
+	ibtrs_loop_call(sess->loop, path_closing_fn, path);
+	deadline = ibtrs_now_ns() + CLT_DRAIN_TIMEOUT_MS * 1000000ull;
+	while (atomic_load(&path->inflight) && ibtrs_now_ns() < deadline) {
+		struct timespec ts = { .tv_nsec = 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	ibtrs_loop_call(sess->loop, path_remove_fn, path);
+	clt_path_destroy_cons(path);
+	pthread_mutex_unlock(&path->connect_lock);
+	return 0;
+}
+
+static void path_disconnect_fn(void *arg)
+{
+	struct clt_path *path = arg;
+	struct ibtrs_clt *sess = path->sess;
+
+	path->no_reconnect = true;
+	if (path_state(path) == IBTRS_PATH_CONNECTED) {
+		path_fail(path, "disconnected on request");
+	} else if (path_state(path) == IBTRS_PATH_RECONNECTING) {
+		path_change(path, IBTRS_PATH_CLOSED, "disconnected on request");
+		if (!sess_has_hope(sess))
+			clt_fail_pending(sess, -ECONNABORTED);
+	}
+}
+
+int ibtrs_clt_disconnect_path(struct ibtrs_clt *sess, unsigned int idx)
+{
+	struct clt_path *path = sess ? clt_path_get(sess, idx) : NULL;
+
+	if (!path || path_state(path) == IBTRS_PATH_DEAD)
+		return -ENOENT;
+	pthread_mutex_lock(&sess->conn_lock);
+	path->next_try_ns = 0;
+	pthread_mutex_unlock(&sess->conn_lock);
+	ibtrs_loop_call(sess->loop, path_disconnect_fn, path);
+	return 0;
+}
+
+static void path_reset_fn(void *arg)
+{
+	struct clt_path *path = arg;
+
+	path->no_reconnect = true; /* this caller reconnects it */
+	path_fail(path, "reconnect on request");
+	if (path_state(path) == IBTRS_PATH_RECONNECTING)
+		path_change(path, IBTRS_PATH_CLOSED, "reconnect on request");
+	path->no_reconnect = false;
+}
+
+int ibtrs_clt_reconnect_path(struct ibtrs_clt *sess, unsigned int idx)
+{
+	struct clt_path *path = sess ? clt_path_get(sess, idx) : NULL;
+
+	if (!path || path_state(path) == IBTRS_PATH_DEAD)
+		return -ENOENT;
+	pthread_mutex_lock(&sess->conn_lock);
+	path->next_try_ns = 0;
+	pthread_mutex_unlock(&sess->conn_lock);
+	atomic_store(&path->attempts, 0);
+	pthread_mutex_lock(&path->connect_lock);
+	ibtrs_loop_call(sess->loop, path_reset_fn, path);
+	clt_path_destroy_cons(path);
+	pthread_mutex_unlock(&path->connect_lock);
+	return path_connect(path, "reconnect on request");
+}
+
+struct fault_call {
+	struct clt_path *path;
+	enum ibtrs_fault_type type;
+	unsigned int arg;
+};
+
+static void fault_fn(void *arg)
+{
+	struct fault_call *fc = arg;
+
+	apply_fault(fc->path->sess, fc->path, fc->type, fc->arg);
+}
+
+int ibtrs_clt_inject_fault(struct ibtrs_clt *sess, unsigned int idx,
+			   enum ibtrs_fault_type type, unsigned int arg)
+{
+	struct fault_call fc = { .type = type, .arg = arg };
+
+	fc.path = sess ? clt_path_get(sess, idx) : NULL;
+	if (!fc.path)
+		return -ENOENT;
+	if ((unsigned int)type > IBTRS_FAULT_CLOSE)
+		return -EINVAL;
+	ibtrs_loop_call(sess->loop, fault_fn, &fc);
+	return 0;
+}

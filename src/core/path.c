@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+/*
+ * path.c - path state table, multipath policies, latency histogram.
+ */
+#include <stdatomic.h>
+
+#include "path.h"
+
+#define S(x) (1u << IBTRS_PATH_##x)
+
+/* allowed[from] = set of states reachable from @from. */
+static const unsigned int allowed[IBTRS_PATH_NR_STATES] = {
+	[IBTRS_PATH_CLOSED] = S(CONNECTING) | S(RECONNECTING) | S(DEAD),
+	[IBTRS_PATH_CONNECTING] = S(CONNECTED) | S(RECONNECTING) | S(CLOSED) |
+				  S(CLOSING),
+	[IBTRS_PATH_CONNECTED] = S(RECONNECTING) | S(CLOSING) | S(CLOSED),
+	[IBTRS_PATH_RECONNECTING] = S(CONNECTING) | S(CLOSING) | S(CLOSED),
+	[IBTRS_PATH_CLOSING] = S(CLOSED),
+	[IBTRS_PATH_DEAD] = 0,
+};
+
+bool ibtrs_path_transition_ok(enum ibtrs_path_state from,
+			      enum ibtrs_path_state to)
+{
+	if ((unsigned int)from >= IBTRS_PATH_NR_STATES ||
+	    (unsigned int)to >= IBTRS_PATH_NR_STATES)
+		return false;
+	return allowed[from] & (1u << to);
+}
+
+int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
+			unsigned int n, unsigned int *cursor)
+{
+	unsigned int i, start = *cursor;
+	int best = -1;
+
+	*cursor = start + 1;
+	for (i = 0; i < n; i++) {
+		unsigned int idx = (start + i) % n;
+		const struct ibtrs_policy_path *p = &paths[idx];
+
+		if (!p->usable)
+			continue;
+		if (policy == IBTRS_MP_ROUND_ROBIN)
+			return (int)idx;
+		if (best < 0) {
+			best = (int)idx;
+			continue;
+		}
+		if (policy == IBTRS_MP_MIN_LATENCY) {
+			/* An unmeasured path counts as slowest. */
+			uint64_t a = p->rtt_ns ? p->rtt_ns : UINT64_MAX;
+			uint64_t b = paths[best].rtt_ns ? paths[best].rtt_ns
+							: UINT64_MAX;
+
+			if (a < b ||
+			    (a == b && p->inflight < paths[best].inflight))
+				best = (int)idx;
+		} else if (p->inflight < paths[best].inflight) {
+			best = (int)idx;
+		}
+	}
+	return best;
+}
+
+unsigned int ibtrs_hist_bucket(uint64_t ns)
+{
+	unsigned int e, idx;
+
+	if (ns < 8)
+		return (unsigned int)ns;
+	e = 63u - (unsigned int)__builtin_clzll(ns);
+	idx = (e - 2) * 8 + (unsigned int)((ns >> (e - 3)) & 7);
+	return idx < IBTRS_HIST_BUCKETS ? idx : IBTRS_HIST_BUCKETS - 1;
+}
+
+uint64_t ibtrs_hist_bucket_low(unsigned int idx)
+{
+	unsigned int e;
+
+	if (idx < 8)
+		return idx;
+	e = idx / 8 + 2;
+	return (8ull + (idx % 8)) << (e - 3);
+}
+
+void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns)
+{
+	atomic_fetch_add_explicit(&h->b[ibtrs_hist_bucket(ns)], 1,
+				  memory_order_relaxed);
+}
+
+void ibtrs_hist_reset(struct ibtrs_hist *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++)
+		atomic_store_explicit(&h->b[i], 0, memory_order_relaxed);
+}
+
+uint64_t ibtrs_hist_quantile(const struct ibtrs_hist *h, double q)
+{
+	uint64_t counts[IBTRS_HIST_BUCKETS], total = 0, want, seen = 0;
+	unsigned int i;
+
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		counts[i] =
+			atomic_load_explicit(&h->b[i], memory_order_relaxed);
+		total += counts[i];
+	}
+	if (!total)
+		return 0;
+	want = (uint64_t)(q * (double)total + 0.5);
+	if (want < 1)
+		want = 1;
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		seen += counts[i];
+		if (seen >= want) {
+			uint64_t lo = ibtrs_hist_bucket_low(i);
+			uint64_t hi = i + 1 < IBTRS_HIST_BUCKETS
+					      ? ibtrs_hist_bucket_low(i + 1)
+					      : lo;
+
+			return lo + (hi - lo) / 2;
+		}
+	}
+	return ibtrs_hist_bucket_low(IBTRS_HIST_BUCKETS - 1);
+}
