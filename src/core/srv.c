@@ -187,6 +187,35 @@ static void sess_unlink(struct ibtrs_srv *sess)
 	sess->closing = true;
 }
 
+/*
+ * End the session whose grace runs out first, if any; true if that freed
+ * room (its chunks go once its requests were answered).
+ */
+static bool sess_evict_graced(struct ibtrs_srv_ctx *ctx)
+{
+	struct ibtrs_srv *s, *victim = NULL;
+	unsigned int before;
+	bool freed;
+
+	for (s = ctx->sessions; s; s = s->next)
+		if (!s->nr_paths && s->grace_until &&
+		    (!victim || s->grace_until < victim->grace_until))
+			victim = s;
+	if (!victim)
+		return false;
+	ibtrs_log(IBTRS_LOG_INFO, "session %s: dropped early to make room",
+		  victim->sessname);
+	pthread_mutex_lock(&ctx->lock);
+	before = ctx->nr_sessions;
+	pthread_mutex_unlock(&ctx->lock);
+	sess_unlink(victim);
+	sess_put(victim);
+	pthread_mutex_lock(&ctx->lock);
+	freed = ctx->nr_sessions < before;
+	pthread_mutex_unlock(&ctx->lock);
+	return freed;
+}
+
 static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 				     const uint8_t *uuid, int *err)
 {
@@ -198,6 +227,9 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->nr_sessions >= ctx->max_sessions) {
 		pthread_mutex_unlock(&ctx->lock);
+		/* Full: a session only waiting for its client gives way. */
+		if (sess_evict_graced(ctx))
+			return sess_create(ctx, uuid, err);
 		*err = -ENOSPC;
 		return NULL;
 	}

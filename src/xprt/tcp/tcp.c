@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -44,9 +45,10 @@
 #define TCP_RX_BUDGET (4u << 20) /* bytes per event before yielding */
 #define TCP_FLUSH_WRS 64	 /* work requests per sendmsg */
 #define TCP_FLUSH_IOVS 1024
-#define TCP_MAX_PENDING 128 /* accepted sockets waiting for their hello */
-#define TCP_SLAB_WRS 64	    /* work requests allocated at a time */
-#define TCP_MAX_SLABS 128   /* so at most 8192 per connection */
+#define TCP_MAX_PENDING 128	  /* accepted sockets waiting for their hello */
+#define TCP_HELLO_TIMEOUT_MS 5000 /* a peer silent this long is dropped */
+#define TCP_SLAB_WRS 64		  /* work requests allocated at a time */
+#define TCP_MAX_SLABS 128	  /* so at most 8192 per connection */
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr)-offsetof(type, member)))
@@ -143,6 +145,7 @@ struct tcp_listener {
 	void *arg;
 	struct tcp_pending *pending; /* loop thread only */
 	unsigned int nr_pending;
+	struct ibtrs_loop_src timer; /* expires silent peers */
 };
 
 /* An accepted socket waiting for its hello, then a connection request. */
@@ -153,6 +156,7 @@ struct tcp_pending {
 	struct tcp_hello hello;
 	size_t got;
 	bool evicted;
+	uint64_t accepted_ns;
 	struct ibtrs_connreq_info info;
 };
 
@@ -1101,11 +1105,21 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	c->loop = loop;
 	c->src.fd = c->fd;
 	c->src.cb = tcp_con_event;
-	ret = ibtrs_loop_add(loop, &c->src, EPOLLIN | EPOLLRDHUP);
-	if (ret)
-		return ret;
+	/* Started before the loop can see it, so that a failure reported
+	 * by the loop thread at once also removes it from the loop. */
 	pthread_mutex_lock(&c->sq_lock);
 	c->started = true;
+	pthread_mutex_unlock(&c->sq_lock);
+	ret = ibtrs_loop_add(loop, &c->src, EPOLLIN | EPOLLRDHUP);
+	if (ret) {
+		pthread_mutex_lock(&c->sq_lock);
+		c->started = false;
+		pthread_mutex_unlock(&c->sq_lock);
+		return ret;
+	}
+	pthread_mutex_lock(&c->sq_lock);
+	if (c->blocked)
+		ibtrs_loop_mod(loop, &c->src, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 	pthread_mutex_unlock(&c->sq_lock);
 	tcp_flush(c);
 	return 0;
@@ -1167,6 +1181,33 @@ static void pending_event(struct ibtrs_loop_src *src, uint32_t events)
 	l->connreq(l->arg, (struct ibtrs_xprt_connreq *)p, &p->info);
 }
 
+/*
+ * Drop a waiting peer. It may have an event in the batch the loop is
+ * handling, so it is shut down here and freed by its own callback when it
+ * reads the end of the stream.
+ */
+static void pending_evict(struct tcp_pending *p)
+{
+	if (p->evicted)
+		return;
+	p->evicted = true;
+	shutdown(p->src.fd, SHUT_RDWR);
+}
+
+static void listener_timer(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct tcp_listener *l = container_of(src, struct tcp_listener, timer);
+	uint64_t now = ibtrs_now_ns(), v;
+	struct tcp_pending *p;
+
+	(void)events;
+	if (read(src->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	for (p = l->pending; p; p = p->next)
+		if (now - p->accepted_ns > TCP_HELLO_TIMEOUT_MS * 1000000ull)
+			pending_evict(p);
+}
+
 static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 {
 	struct tcp_listener *l = container_of(src, struct tcp_listener, src);
@@ -1187,20 +1228,13 @@ static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 					     strerror(errno));
 			return;
 		}
-		/*
-		 * Too many silent peers: the oldest one goes. It may have an
-		 * event in this very batch, so it is shut down here and freed
-		 * by its own callback when it reads the end of the stream.
-		 */
+		/* Too many silent peers: the oldest one goes. */
 		if (l->nr_pending >= TCP_MAX_PENDING) {
 			struct tcp_pending *old = l->pending;
 
 			while (old->next && !old->next->evicted)
 				old = old->next;
-			if (!old->evicted) {
-				old->evicted = true;
-				shutdown(old->src.fd, SHUT_RDWR);
-			}
+			pending_evict(old);
 		}
 		p = calloc(1, sizeof(*p));
 		if (!p) {
@@ -1209,6 +1243,7 @@ static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 		}
 		tcp_sockopts(fd);
 		p->listener = l;
+		p->accepted_ns = ibtrs_now_ns();
 		p->info.peer = ss;
 		p->src.fd = fd;
 		p->src.cb = pending_event;
@@ -1228,6 +1263,8 @@ static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 				      const struct ibtrs_connreq_info *info),
 		      void *arg, struct ibtrs_xprt_listener **lp)
 {
+	struct itimerspec tick = { .it_interval.tv_sec = 1,
+				   .it_value.tv_sec = 1 };
 	socklen_t alen = ibtrs_sockaddr_len(addr);
 	struct tcp_listener *l;
 	int one = 1, zero = 0, ret;
@@ -1256,12 +1293,30 @@ static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	l->arg = arg;
 	l->src.fd = l->fd;
 	l->src.cb = listener_event;
+	l->timer.fd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->timer.fd < 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	l->timer.cb = listener_timer;
+	if (timerfd_settime(l->timer.fd, 0, &tick, NULL)) {
+		ret = -errno;
+		goto close_timer;
+	}
+	ret = ibtrs_loop_add(loop, &l->timer, EPOLLIN);
+	if (ret)
+		goto close_timer;
 	ret = ibtrs_loop_add(loop, &l->src, EPOLLIN);
 	if (ret)
-		goto close_fd;
+		goto del_timer;
 	*lp = (struct ibtrs_xprt_listener *)l;
 	return 0;
 
+del_timer:
+	ibtrs_loop_del(loop, &l->timer);
+close_timer:
+	close(l->timer.fd);
 close_fd:
 	close(l->fd);
 free_l:
@@ -1286,8 +1341,10 @@ static void tcp_listener_close(struct ibtrs_xprt_listener *xl)
 	if (!l)
 		return;
 	ibtrs_loop_del(l->loop, &l->src);
+	ibtrs_loop_del(l->loop, &l->timer);
 	while (l->pending)
 		pending_free(l->pending, true);
+	close(l->timer.fd);
 	close(l->fd);
 	free(l);
 }
