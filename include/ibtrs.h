@@ -32,6 +32,7 @@
 #define IBTRS_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -434,6 +435,7 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  * @sess_grace_ms: how long a session whose last path died is kept for the
  *                 client to come back, with its chunks and the results of
  *                 its requests (default 10000)
+ * @no_control: keep the context off the process's control socket
  * @backend: backend name, NULL for the default ("tcp")
  * @rdma_ev: request callback
  * @link_ev: link event callback, may be NULL
@@ -450,6 +452,7 @@ struct ibtrs_srv_opts {
 	link_ev_fn *link_ev;
 	uint32_t hb_timeout_ms;
 	uint32_t sess_grace_ms;
+	bool no_control;
 };
 
 /**
@@ -526,6 +529,9 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  * @failover_timeout_ms: how long a request whose path died may wait for a
  *                       path to come back before it fails with
  *                       -ECONNABORTED (default 30000)
+ * @no_control: keep the session off the process's control socket (see
+ *              ibtrs(7): `ibtrs status` and path control); the
+ *              environment variable IBTRS_CONTROL=0 does the same for all
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -545,6 +551,7 @@ struct ibtrs_clt_opts {
 	int policy;
 	uint32_t hb_timeout_ms;
 	uint32_t failover_timeout_ms;
+	bool no_control;
 };
 
 /**

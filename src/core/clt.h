@@ -21,6 +21,7 @@
 
 #include "addr.h"
 #include "core.h"
+#include "ctl.h"
 #include "loop.h"
 #include "path.h"
 #include "xprt.h"
@@ -34,6 +35,7 @@
 #define CLT_DEFAULT_FAILOVER_TIMEOUT_MS 30000
 #define CLT_RECONNECT_JITTER_MS 250
 #define CLT_DRAIN_TIMEOUT_MS 5000
+#define CLT_CLOSE_WAIT_MS 300 /* for the server to close after CLOSE */
 #define CLT_MAX_FAULTS 8
 
 #define WR_ID_IMM 0
@@ -212,6 +214,7 @@ struct ibtrs_clt {
 	unsigned int tag_waiters; /* under tag_lock */
 	_Atomic bool closing;
 
+	struct ctl_node ctl;
 	pthread_mutex_t ev_lock;
 	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
 	unsigned int ev_head, ev_cnt;
@@ -234,7 +237,8 @@ struct clt_path *clt_path_alloc(struct ibtrs_clt *sess,
 void clt_path_free(struct clt_path *path);
 /* Connect a path that is CLOSED: blocks; schedules retries on failure. */
 int clt_path_open(struct clt_path *path);
-void clt_path_close(struct clt_path *path); /* loop thread */
+void clt_path_close(struct clt_path *path);	/* loop thread */
+void clt_path_say_close(struct clt_path *path); /* loop thread */
 void clt_path_destroy_cons(struct clt_path *path);
 void clt_tick(void *arg);
 int clt_connector_start(struct ibtrs_clt *sess);

@@ -277,16 +277,23 @@ void clt_path_close(struct clt_path *path)
 	if (st != IBTRS_PATH_CLOSING &&
 	    path_change(path, IBTRS_PATH_CLOSING, "closing"))
 		return;
-	if (st == IBTRS_PATH_CONNECTED && path->cons[0].xcon) {
-		/* Tell the server, so it frees the session without grace. */
-		path->sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
-					    ibtrs_imm_hb(IBTRS_IMM_CLOSE), 0,
-					    IBTRS_XPRT_IMM);
-	}
 	disconnect_cons(path);
 	path_counted_down(path);
 	path_failover(path);
 	path_change(path, IBTRS_PATH_CLOSED, "closed");
+}
+
+/*
+ * Loop thread: tell the server the session ends, so that it frees it
+ * without a grace period. The server closes the path when it reads this;
+ * closing first here could reset the connection before it is read.
+ */
+void clt_path_say_close(struct clt_path *path)
+{
+	if (path_state(path) == IBTRS_PATH_CONNECTED && path->cons[0].xcon)
+		path->sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
+					    ibtrs_imm_hb(IBTRS_IMM_CLOSE), 0,
+					    IBTRS_XPRT_IMM);
 }
 
 static void path_proto_error(struct clt_path *path, const char *what)

@@ -21,6 +21,7 @@
 
 #include "addr.h"
 #include "core.h"
+#include "ctl.h"
 #include "log.h"
 #include "loop.h"
 #include "xprt.h"
@@ -83,6 +84,7 @@ struct srv_path {
 	unsigned int nr_cons;
 	struct srv_con *cons[IBTRS_MAX_CONS_PER_PATH];
 	bool connected;
+	uint64_t rd_ops, rd_bytes, wr_ops, wr_bytes; /* loop thread */
 	uint64_t last_rx_ns;
 	uint64_t last_hb_tx_ns;
 	char peer[IBTRS_SOCKADDR_STR_LEN];
@@ -130,6 +132,7 @@ struct ibtrs_srv_ctx {
 	uint64_t grace_ns;
 	_Atomic uint64_t requests, replays, busy, proto_errors;
 	_Atomic unsigned int nr_paths;
+	struct ctl_node ctl;
 };
 
 static const struct ibtrs_xprt_handler srv_handler;
@@ -481,6 +484,13 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 		send_rsp(con, chunk, IBTRS_WRITE, 0, NULL, -EBUSY);
 		return 0;
 	}
+	if (t.dir == IBTRS_READ) {
+		con->path->rd_ops++;
+		con->path->rd_bytes += data_len;
+	} else {
+		con->path->wr_ops++;
+		con->path->wr_bytes += data_len;
+	}
 	op->state = OP_RUNNING;
 	op->con = con;
 	op->gen = t.gen;
@@ -722,6 +732,22 @@ static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
 	return ret;
 }
 
+/* The peer's address as text; IPv4 clients of the dual-stack listener
+ * are shown as IPv4. */
+static void peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		s4.sin_port = s6->sin6_port;
+		ibtrs_sockaddr_to_str((struct sockaddr *)&s4, buf, len);
+		return;
+	}
+	ibtrs_sockaddr_to_str((const struct sockaddr *)ss, buf, len);
+}
+
 static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 			const struct ibtrs_connreq_info *info)
 {
@@ -732,8 +758,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	char peer[IBTRS_SOCKADDR_STR_LEN] = "?";
 	int ret;
 
-	ibtrs_sockaddr_to_str((const struct sockaddr *)&info->peer, peer,
-			      sizeof(peer));
+	peer_str(&info->peer, peer, sizeof(peer));
 	ret = ibtrs_conn_req_decode(info->priv, sizeof(info->priv), &cr);
 	if (ret == -EPROTONOSUPPORT) {
 		ibtrs_log(
@@ -1011,6 +1036,8 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 		goto destroy_loop;
 	}
 	ibtrs_log(IBTRS_LOG_INFO, "server: listening on port %u", ctx->port);
+	if (!opts.no_control)
+		ibtrs_ctl_register(&ctx->ctl, CTL_SRV, ctx);
 	return ctx;
 
 destroy_loop:
@@ -1066,6 +1093,7 @@ void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	ibtrs_ctl_unregister(&ctx->ctl);
 	ibtrs_loop_call(ctx->loop, srv_close_all, ctx);
 	/* Sessions end once the application answered their requests. */
 	pthread_mutex_lock(&ctx->lock);
@@ -1123,4 +1151,70 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
 	v.proto_errors = atomic_load(&ctx->proto_errors);
 	memcpy(st, &v, v.size);
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* control socket                                                       */
+
+struct status_call {
+	struct ibtrs_srv_ctx *ctx;
+	struct json *j;
+};
+
+/* Loop thread: the sessions and paths are the loop's. */
+static void status_sessions(void *arg)
+{
+	struct status_call *sc = arg;
+	struct json *j = sc->j;
+	struct ibtrs_srv *sess;
+	uint64_t now = ibtrs_now_ns();
+	char uuid[37];
+
+	json_arr_begin(j, "sessions");
+	for (sess = sc->ctx->sessions; sess; sess = sess->next) {
+		struct srv_path *path;
+
+		ibtrs_uuid_str(sess->uuid, uuid);
+		json_obj_begin(j, NULL);
+		json_str(j, "sessname", sess->sessname);
+		json_str(j, "uuid", uuid);
+		if (!sess->nr_paths && sess->grace_until > now)
+			json_u64(j, "grace_ms_left",
+				 (sess->grace_until - now) / 1000000);
+		json_arr_begin(j, "paths");
+		for (path = sess->paths; path; path = path->next) {
+			json_obj_begin(j, NULL);
+			json_str(j, "peer", path->peer);
+			json_str(j, "state",
+				 path->connected ? "connected" : "connecting");
+			json_u64(j, "cons", path->nr_cons);
+			json_u64(j, "rd_ops", path->rd_ops);
+			json_u64(j, "rd_bytes", path->rd_bytes);
+			json_u64(j, "wr_ops", path->wr_ops);
+			json_u64(j, "wr_bytes", path->wr_bytes);
+			json_obj_end(j);
+		}
+		json_arr_end(j);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+void srv_ctl_status(struct ibtrs_srv_ctx *ctx, struct json *j)
+{
+	struct ibtrs_srv_stats st = { .size = sizeof(st) };
+	struct status_call sc = { .ctx = ctx, .j = j };
+
+	ibtrs_srv_get_stats(ctx, &st);
+	json_obj_begin(j, NULL);
+	json_u64(j, "port", ctx->port);
+	json_str(j, "backend", ctx->ops->name);
+	json_u64(j, "queue_depth", ctx->queue_depth);
+	json_u64(j, "max_io_size", ctx->max_io_size);
+	json_u64(j, "requests", st.requests);
+	json_u64(j, "replays", st.replays);
+	json_u64(j, "busy", st.busy);
+	json_u64(j, "proto_errors", st.proto_errors);
+	ibtrs_loop_call(ctx->loop, status_sessions, &sc);
+	json_obj_end(j);
 }
