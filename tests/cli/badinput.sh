@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# badinput.sh - bad command lines and runtime failures give exactly one
+# "ibtrs: " line on stderr and the documented exit status (2 for usage
+# errors, 1 for runtime failures). Args: $1 ibtrs binary, $2 source dir,
+# $3 build dir.
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+. "$(dirname "$0")/common.bash"
+
+# expect STATUS CMD...: run "ibtrs CMD..." (bounded), check the exit status
+# and that stderr is exactly one line starting with "ibtrs: ".
+expect() {
+	local want=$1 rc lines
+	shift
+	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	lines=$(wc -l <"$TMP/err")
+	echo "ibtrs $*: exit $rc: $(cat "$TMP/err")"
+	[ "$rc" -eq "$want" ] || fail "ibtrs $*: exit $rc, expected $want"
+	[ "$lines" -eq 1 ] || fail "ibtrs $*: $lines lines on stderr"
+	grep -q '^ibtrs: ' "$TMP/err" || fail "ibtrs $*: no 'ibtrs: ' prefix"
+}
+
+# expect_ok CMD...: exit 0, something on stdout, nothing on stderr.
+expect_ok() {
+	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null ||
+		fail "ibtrs $*: exit $?"
+	[ -s "$TMP/out" ] || fail "ibtrs $*: nothing on stdout"
+	[ -s "$TMP/err" ] && fail "ibtrs $*: wrote on stderr"
+	return 0
+}
+
+expect_ok --help
+expect_ok help
+expect_ok help --help
+expect_ok help -h
+expect_ok help bench
+expect_ok bench --help
+expect_ok server --help
+expect_ok demo --help
+expect_ok --version
+grep -Eq '[0-9]+\.[0-9]+' "$TMP/out" || fail "--version prints no version"
+
+# Usage errors.
+expect 2
+expect 2 --bogus
+expect 2 bogus
+expect 2 help bogus
+expect 2 bench --bogus --path ip:127.0.0.1
+expect 2 bench --path
+expect 2 bench --path garbage
+expect 2 bench --path ip:
+expect 2 bench --path ip:127.0.0.1 --bs 0
+expect 2 bench --path ip:127.0.0.1 --bs 4q
+expect 2 bench --path ip:127.0.0.1 --qd -1
+expect 2 bench --path ip:127.0.0.1 --qd 0
+expect 2 bench --path ip:127.0.0.1 --threads 0
+expect 2 bench --path ip:127.0.0.1 --time 0
+expect 2 bench --path ip:127.0.0.1 --rw sideways
+expect 2 bench --path ip:127.0.0.1 --port 99999
+expect 2 bench --path ip:127.0.0.1 stray
+expect 2 bench
+expect 2 bench --verify --json
+expect 2 bench --path ip:127.0.0.1 --policy fastest
+expect 2 bench --path ip:127.0.0.1 --hb-timeout 50
+expect 2 bench --path ip:127.0.0.1 --hb-timeout x
+expect 2 bench --path ip:127.0.0.1 --reconnect-delay 256
+expect 2 bench --path ip:127.0.0.1 --max-reconnects -2
+expect 2 bench --path ip:127.0.0.1 --max-reconnects 40000
+expect 2 bench --path ip:127.0.0.1 --failover-timeout -1
+expect 2 bench --path ip:127.0.0.1 --events=yes
+expect 2 server --bogus
+expect 2 server --port 70000
+expect 2 server --port x
+expect 2 server --queue-depth 0
+expect 2 server --max-io-size 0
+expect 2 server --listen garbage
+expect 2 server --hb-timeout 99
+expect 2 server --grace x
+expect 2 server --backing-file ''
+expect 2 server --stats-file
+expect 2 demo --time -3
+
+# Runtime failures: a port nobody listens on (a server's port after it
+# stopped), and a port already in use.
+start_server first --port 0 --quiet
+busy=$SRV_PORT
+expect 1 server --port "$busy" --quiet
+grep -q 'in use' "$TMP/err" || fail "no strerror for a port in use"
+expect 1 server --port 0 --quiet --backing-file "$TMP/no/such/dir/disk"
+grep -q 'No such file' "$TMP/err" || fail "no strerror for a bad backing file"
+expect 1 server --port 0 --quiet --stats-file "$TMP/no/such/dir/stats"
+
+start_server second --port 0 --quiet
+free=$SRV_PORT
+stop_server "$SRV_PID"
+expect 1 bench --path ip:127.0.0.1 --port "$free" --time 1 --quiet
+expect 1 bench --path ip:127.0.0.1 --port "$free" --time 1 --json
+
+echo PASS
+exit 0

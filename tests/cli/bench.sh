@@ -1,0 +1,155 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench.sh - "ibtrs server" + "ibtrs bench --verify --json" over two
+# loopback paths, for write, read and randrw with 4 KiB and 128 KiB requests.
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir.
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+. "$(dirname "$0")/common.bash"
+
+if command -v jq >/dev/null 2>&1; then
+	JSON=jq
+elif command -v python3 >/dev/null 2>&1; then
+	JSON=python3
+else
+	skip "neither jq nor python3 to read the JSON output"
+fi
+
+# check_json FILE: one valid JSON object with no errors, no verify failures,
+# no lost request, ops > 0, and two paths that both carried requests and
+# carry every per-path field.
+check_json() {
+	local f=$1
+	if [ "$JSON" = jq ]; then
+		jq -e . "$f" >/dev/null || return 1
+		jq -e '(.errors == 0) and (.verify_failures == 0) and
+			(.ops > 0) and (.ops == .read_ops + .write_ops) and
+			(.iops > 0) and (.lat_us.p50 > 0) and
+			(.lat_us.p50 <= .lat_us.p99) and
+			(.lat_us.p99 <= .lat_us.p999) and
+			(.lost == 0) and (.max_gap_ms | type == "number") and
+			(.max_gap_ms >= 0) and (.policy == "min-inflight") and
+			((.paths | length) == 2) and
+			all(.paths[]; .ops > 0 and .ops == .rd_ops + .wr_ops and
+				(.addr | type == "string") and
+				(.state | type == "string") and .errors == 0 and
+				(.failovers | type == "number") and
+				(.reconnect_attempts | type == "number") and
+				(.reconnects | type == "number") and
+				(.hb_rtt_us | type == "number") and
+				(.lat_us.p50 <= .lat_us.p99) and
+				(.lat_us.p99 <= .lat_us.p999)) and
+			(has("events") | not)' "$f" >/dev/null
+	else
+		python3 -m json.tool "$f" >/dev/null || return 1
+		python3 - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = (d["errors"] == 0 and d["verify_failures"] == 0 and d["ops"] > 0
+      and d["ops"] == d["read_ops"] + d["write_ops"] and d["iops"] > 0
+      and 0 < d["lat_us"]["p50"] <= d["lat_us"]["p99"] <= d["lat_us"]["p999"]
+      and d["lost"] == 0 and d["max_gap_ms"] >= 0
+      and d["policy"] == "min-inflight" and "events" not in d
+      and len(d["paths"]) == 2
+      and all(p["ops"] > 0 and p["ops"] == p["rd_ops"] + p["wr_ops"]
+              and isinstance(p["addr"], str) and isinstance(p["state"], str)
+              and p["errors"] == 0 and p["failovers"] >= 0
+              and p["reconnect_attempts"] >= 0 and p["reconnects"] >= 0
+              and p["hb_rtt_us"] >= 0
+              and p["lat_us"]["p50"] <= p["lat_us"]["p99"]
+                  <= p["lat_us"]["p999"]
+              for p in d["paths"]))
+sys.exit(0 if ok else 1)
+PY
+	fi
+}
+
+start_server srv --port 0 --quiet
+port=$SRV_PORT
+echo "server on port $port"
+
+for bs in 4096 131072; do
+	for rw in write read randrw; do
+		out=$TMP/bench-$rw-$bs.json
+		err=$TMP/bench-$rw-$bs.err
+		run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 \
+			--path ip:127.0.0.2 --port "$port" --rw "$rw" \
+			--bs "$bs" --time 2 --verify --json >"$out" 2>"$err"
+		rc=$?
+		echo "rw=$rw bs=$bs: exit $rc: $(cat "$out")"
+		[ -s "$err" ] && sed 's/^/  stderr: /' "$err"
+		[ "$rc" -eq 0 ] || fail "bench rw=$rw bs=$bs exited with $rc"
+		[ "$(wc -l <"$out")" -eq 1 ] ||
+			fail "bench rw=$rw bs=$bs: stdout is not one line"
+		check_json "$out" || fail "bench rw=$rw bs=$bs: bad result"
+		# The request mix must be what was asked for.
+		case $rw in
+		write) want='.read_ops == 0' ;;
+		read) want='.write_ops == 0' ;;
+		randrw) want='.read_ops > 0 and .write_ops > 0' ;;
+		esac
+		if [ "$JSON" = jq ]; then
+			jq -e "$want" "$out" >/dev/null ||
+				fail "bench rw=$rw bs=$bs: wrong mix"
+		fi
+	done
+done
+
+# Session options, the event log and the per-second JSON lines.
+out=$TMP/opts.json
+err=$TMP/opts.err
+run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --path ip:127.0.0.2 \
+	--port "$port" --time 2.5 --verify --json --events --interval-json \
+	--policy rr --hb-timeout 2000 --reconnect-delay 2 --max-reconnects 3 \
+	--failover-timeout 5000 >"$out" 2>"$err"
+rc=$?
+echo "options: exit $rc: $(cat "$out")"
+sed 's/^/  stderr: /' "$err"
+[ "$rc" -eq 0 ] || fail "bench with session options exited with $rc"
+[ "$(wc -l <"$err")" -eq 2 ] || fail "--interval-json: not 2 lines in 2.5 s"
+if [ "$JSON" = jq ]; then
+	jq -e '.policy == "round-robin" and .lost == 0 and
+		(.events | length) > 0 and
+		all(.events[]; (.ts | type == "number") and .ts > 1e9 and
+			(.path | type == "number") and
+			(.msg | type == "string")) and
+		any(.events[]; .path == -1 and (.msg | test("open")))' \
+		"$out" >/dev/null || fail "bad policy or event log"
+	jq -se 'length == 2 and all(.[]; (.t | type == "number") and
+		.iops > 0 and (.paths | length) == 2 and
+		all(.paths[]; . > 0))' "$err" >/dev/null ||
+		fail "bad --interval-json lines"
+else
+	python3 - "$out" "$err" <<'PY' || fail "bad policy, event log or interval lines"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["events"]
+ok = (d["policy"] == "round-robin" and d["lost"] == 0 and len(ev) > 0
+      and all(e["ts"] > 1e9 and isinstance(e["path"], int)
+              and isinstance(e["msg"], str) for e in ev)
+      and any(e["path"] == -1 and "open" in e["msg"] for e in ev))
+lines = [json.loads(l) for l in open(sys.argv[2])]
+ok = ok and len(lines) == 2 and all(
+    l["iops"] > 0 and len(l["paths"]) == 2 and all(p > 0 for p in l["paths"])
+    for l in lines)
+sys.exit(0 if ok else 1)
+PY
+fi
+
+# The human table, several threads, one path.
+out=$TMP/table.out
+run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--threads 4 --qd 16 --time 1 --verify --quiet >"$out" 2>"$TMP/table.err"
+rc=$?
+cat "$out"
+[ "$rc" -eq 0 ] || fail "bench with a table exited with $rc"
+grep -q IOPS "$out" || fail "no IOPS in the table"
+grep -q 'verify failures: 0$' "$out" || fail "no verify summary"
+grep -q 'lost 0,' "$out" || fail "no lost count in the table"
+grep -Eq '^path +state +ops +failovers +reconnects +p99 us$' "$out" ||
+	fail "no per-path columns in the table"
+[ -s "$TMP/table.err" ] && fail "--quiet bench wrote on stderr"
+
+stop_server "$SRV_PID"
+echo PASS
+exit 0

@@ -1,0 +1,192 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# install.sh - "cmake --install" into a temporary prefix gives a usable
+# tree: header, shared library with its SONAME link, pkg-config file, tool
+# and man pages; an application built with pkg-config against it runs
+# (tests/install/consumer.c); the header compiles as C++; the library
+# exports only ibtrs_* symbols.
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir.
+
+. "$(dirname "$0")/common.bash"
+
+SRC=${2:?usage: $0 IBTRS_BINARY SOURCE_DIR BUILD_DIR}
+BUILD=${3:?usage: $0 IBTRS_BINARY SOURCE_DIR BUILD_DIR}
+failures=0
+
+# A failed check that lets the others run; the test fails at the end.
+bad() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+warn() {
+	echo "WARNING: $*" >&2
+}
+
+command -v pkg-config >/dev/null || skip "pkg-config is missing"
+command -v cc >/dev/null || skip "no C compiler (cc)"
+command -v cmake >/dev/null || skip "cmake is missing"
+
+prefix=$TMP/prefix
+run_bounded 120 cmake --install "$BUILD" --prefix "$prefix" \
+	>"$TMP/install.log" 2>&1 || {
+	cat "$TMP/install.log" >&2
+	fail "cmake --install failed"
+}
+
+# --- the installed tree -------------------------------------------------
+
+[ -f "$prefix/include/ibtrs.h" ] || bad "include/ibtrs.h is not installed"
+cmp -s "$prefix/include/ibtrs.h" "$SRC/include/ibtrs.h" ||
+	bad "the installed ibtrs.h differs from include/ibtrs.h"
+
+libdir=
+for d in "$prefix"/lib*; do
+	if [ -e "$d/libibtrs.so" ] || compgen -G "$d/libibtrs.so.*" >/dev/null; then
+		libdir=$d
+		break
+	fi
+done
+[ -n "$libdir" ] || fail "no libibtrs.so under $prefix/lib*"
+echo "library directory: $libdir"
+
+real=
+for f in "$libdir"/libibtrs.so.*; do
+	[ -f "$f" ] && [ ! -L "$f" ] && real=$f
+done
+[ -n "$real" ] || fail "no real libibtrs.so.X.Y.Z file in $libdir"
+soname=$(objdump -p "$real" 2>/dev/null | sed -n 's/^ *SONAME *//p')
+[ -n "$soname" ] || bad "$(basename "$real") has no SONAME"
+if [ -n "$soname" ]; then
+	[ -L "$libdir/$soname" ] ||
+		bad "no SONAME symlink $soname in $libdir"
+	[ "$(readlink -f "$libdir/$soname")" = "$(readlink -f "$real")" ] ||
+		bad "$soname does not point at $(basename "$real")"
+fi
+[ -L "$libdir/libibtrs.so" ] ||
+	bad "no development symlink libibtrs.so in $libdir"
+[ "$(readlink -f "$libdir/libibtrs.so")" = "$(readlink -f "$real")" ] ||
+	bad "libibtrs.so does not point at $(basename "$real")"
+
+pkgdir=
+for d in "$prefix"/lib*/pkgconfig; do
+	[ -f "$d/libibtrs.pc" ] && pkgdir=$d
+done
+[ -n "$pkgdir" ] || fail "libibtrs.pc is not installed under lib*/pkgconfig"
+
+[ -x "$prefix/bin/ibtrs" ] || bad "bin/ibtrs is not installed"
+if [ -x "$prefix/bin/ibtrs" ]; then
+	LD_LIBRARY_PATH=$libdir run_bounded 30 "$prefix/bin/ibtrs" --version \
+		>"$TMP/version.out" 2>&1 ||
+		bad "the installed ibtrs --version fails: $(cat "$TMP/version.out")"
+	lib_used=$(LD_LIBRARY_PATH=$libdir ldd "$prefix/bin/ibtrs" 2>/dev/null |
+		sed -n 's/^[[:space:]]*libibtrs[^ ]* => \([^ ]*\).*/\1/p')
+	case $lib_used in
+	"$libdir"/*) ;;
+	*) bad "the installed ibtrs does not load the installed library ($lib_used)" ;;
+	esac
+fi
+
+for sec in 1 3 7; do
+	src_pages=$(cd "$SRC/man" 2>/dev/null && ls -- *."$sec" 2>/dev/null)
+	if [ -z "$src_pages" ]; then
+		warn "no man$sec pages in the source tree (man/*.$sec) yet"
+		continue
+	fi
+	for page in $src_pages; do
+		[ -f "$prefix/share/man/man$sec/$page" ] ||
+			bad "man page $page is not installed in share/man/man$sec"
+	done
+done
+
+# --- exported symbols ----------------------------------------------------
+
+if command -v nm >/dev/null; then
+	nm -D --defined-only "$real" >"$TMP/nm.out" ||
+		bad "nm -D failed on $real"
+	# Type A: the version node (IBTRS_0.1), not a symbol of the API.
+	others=$(awk '$2 != "A" && $3 !~ /^ibtrs_/ { print $3 }' "$TMP/nm.out")
+	[ -z "$others" ] ||
+		bad "the library exports symbols outside ibtrs_*: $(echo $others)"
+	# Every function the header declares is exported.
+	for fn in $(grep -oE '\bibtrs_[a-z0-9_]+\(' "$SRC/include/ibtrs.h" |
+		tr -d '(' | sort -u); do
+		awk -v f="$fn" '$3 == f || $3 ~ "^" f "@" { ok = 1 } END { exit !ok }' \
+			"$TMP/nm.out" || bad "$fn is declared in ibtrs.h but not exported"
+	done
+else
+	warn "nm is missing: exported symbols not checked"
+fi
+
+# --- pkg-config and an application built against the tree ----------------
+
+pc() {
+	PKG_CONFIG_PATH=$pkgdir pkg-config "$@" libibtrs
+}
+
+pc --exists || bad "pkg-config does not find libibtrs in $pkgdir"
+pc_prefix=$(pc --variable=prefix)
+# The .pc file may name its prefix relative to itself (${pcfiledir}).
+pc_prefix_real=$(cd "$pc_prefix" 2>/dev/null && pwd -P)
+define=()
+if [ "$pc_prefix_real" != "$(cd "$prefix" && pwd -P)" ]; then
+	bad "libibtrs.pc says prefix=$pc_prefix, not the install prefix $prefix (the .pc file is not relocated by 'cmake --install --prefix')"
+	# Go on with the prefix corrected, to check the rest.
+	define=(--define-variable=prefix="$prefix")
+fi
+flags=$(pc "${define[@]}" --cflags --libs) || bad "pkg-config --cflags --libs failed"
+echo "pkg-config: $flags"
+
+# An instrumented library needs its sanitizer runtime in the application.
+san=$(sed -n 's/^IBTRS_SANITIZE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+sanflags=()
+[ -n "$san" ] && sanflags=(-fsanitize="$san")
+
+# shellcheck disable=SC2086 # $flags is a list of options
+if ! cc -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Werror "${sanflags[@]}" -o "$TMP/consumer" \
+	"$SRC/tests/install/consumer.c" $flags -lpthread \
+	>"$TMP/cc.log" 2>&1; then
+	cat "$TMP/cc.log" >&2
+	bad "consumer.c does not build with the installed tree"
+else
+	lib_used=$(LD_LIBRARY_PATH=$libdir ldd "$TMP/consumer" |
+		sed -n 's/^[[:space:]]*libibtrs[^ ]* => \([^ ]*\).*/\1/p')
+	case $lib_used in
+	"$libdir"/*) ;;
+	*) bad "the consumer does not load the installed library ($lib_used)" ;;
+	esac
+	rc=2
+	for try in 1 2 3 4 5; do
+		port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		LD_LIBRARY_PATH=$libdir run_bounded 120 "$TMP/consumer" "$port" \
+			>"$TMP/consumer.out" 2>"$TMP/consumer.err"
+		rc=$?
+		[ "$rc" -eq 2 ] || break
+		echo "port $port is in use (try $try)"
+	done
+	cat "$TMP/consumer.out"
+	sed 's/^/consumer stderr: /' "$TMP/consumer.err"
+	[ "$rc" -eq 0 ] || bad "the consumer exited with $rc"
+	grep -qx 'consumer: ok' "$TMP/consumer.out" ||
+		bad "the consumer did not print 'consumer: ok'"
+fi
+
+if command -v g++ >/dev/null; then
+	# shellcheck disable=SC2086
+	g++ -fsyntax-only -Wall -Wextra -Werror \
+		$(pc "${define[@]}" --cflags) "$SRC/tests/install/consumer.cpp" \
+		>"$TMP/cxx.log" 2>&1 || {
+		cat "$TMP/cxx.log" >&2
+		bad "ibtrs.h does not compile as C++"
+	}
+else
+	warn "g++ is missing: the C++ check is skipped"
+fi
+
+if [ "$failures" -ne 0 ]; then
+	echo "$failures check(s) failed" >&2
+	exit 1
+fi
+echo PASS
+exit 0

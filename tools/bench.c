@@ -1,0 +1,1614 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench.c - "ibtrs bench": a load generator for the memory target of
+ * "ibtrs server", with optional data verification.
+ *
+ * The target is cut into blocks of the request size; every submitter thread
+ * owns a disjoint range of blocks and keeps its share of the queue depth in
+ * flight, one tag (IBTRS_TAG_WAIT) per request. A block has at most one
+ * request in flight, so that with --verify the content of every block is
+ * known exactly: each WRITE stores a pattern derived from the block offset
+ * and a per-thread sequence number, the sequence number of the last
+ * completed WRITE is remembered per block, and every READ is compared with
+ * it (blocks never written must read as zeros).
+ *
+ * Every request carries a unique id (a random 32-bit instance id and a
+ * sequence number), so that the server can tell a request that ran twice.
+ * The run accounts for every request submitted: its confirmation must run
+ * (else it is "lost"), and the longest time without a successful completion
+ * is measured.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hist.h"
+#include "tool.h"
+
+#define BENCH_DEFAULT_BS 4096
+#define BENCH_DEFAULT_QD 64
+#define BENCH_DEFAULT_THREADS 1
+#define BENCH_DEFAULT_TIME 10.0
+#define BENCH_MAX_QD 65536
+#define BENCH_MAX_THREADS 256
+/* Limits of --hb-timeout and --failover-timeout, milliseconds. */
+#define BENCH_MIN_HB_TIMEOUT_MS 100
+#define BENCH_MAX_TIMEOUT_MS 3600000
+
+/* Time allowed for the requests still in flight at the end. */
+#define BENCH_DRAIN_NS (10ull * 1000000000ull)
+/* Extra time a submitter thread may take to finish after draining. */
+#define BENCH_JOIN_NS (5ull * 1000000000ull)
+/* Pause after a request could not be submitted, not to spin. */
+#define BENCH_RETRY_US 10000
+/* Individual failures reported on stderr per run. */
+#define BENCH_MAX_REPORTS 5
+
+/* Content of a block is unknown: a WRITE to it failed. */
+#define BLK_UNKNOWN UINT64_MAX
+
+struct bench;
+struct bench_thread;
+
+/**
+ * struct bench_req - one request slot of a submitter thread
+ * @t: the owning thread
+ * @next: next free slot
+ * @tag: the tag of the request in flight
+ * @buf: data buffer, bs bytes
+ * @blk: block index within the thread's range
+ * @seq: WRITE: sequence number of the pattern written; READ: sequence
+ *       number of the last completed WRITE of the block (0: never written)
+ * @start_ns: submission time
+ * @dir: IBTRS_READ or IBTRS_WRITE
+ */
+struct bench_req {
+	struct bench_thread *t;
+	struct bench_req *next;
+	struct ibtrs_tag *tag;
+	unsigned char *buf;
+	uint64_t blk;
+	uint64_t seq;
+	uint64_t start_ns;
+	int dir;
+};
+
+/**
+ * struct bench_thread - a submitter thread and the blocks it owns
+ * @b: the benchmark
+ * @thread: the thread
+ * @lock: protects @free, @inflight, @busy, @hist and @ihist
+ * @cond: signalled when a request completes
+ * @reqs: @qd request slots
+ * @free: free request slots
+ * @qd: requests kept in flight
+ * @inflight: requests in flight now
+ * @first_blk: first block of the thread's range
+ * @nblks: number of blocks of the range
+ * @busy: per block, whether a request is in flight
+ * @blk_seq: per block, sequence number of the last completed WRITE, 0 for
+ *           none, BLK_UNKNOWN after a failed WRITE (--verify only)
+ * @seq: last sequence number used
+ * @rng: random state
+ * @hist: latency of successful requests in nanoseconds
+ * @ihist: the same, since the last progress tick
+ * @submitted: requests submitted, whose confirmation is due (atomic)
+ * @confs: confirmations that ran (atomic)
+ * @read_ops: successful READs (atomic)
+ * @write_ops: successful WRITEs (atomic)
+ * @errors: failed requests (atomic)
+ * @vfail: READs with wrong data (atomic)
+ * @verified: READs whose data was checked (atomic)
+ */
+struct bench_thread {
+	struct bench *b;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct bench_req *reqs;
+	struct bench_req *free;
+	unsigned int qd;
+	unsigned int inflight;
+	uint64_t first_blk;
+	uint64_t nblks;
+	uint8_t *busy;
+	uint64_t *blk_seq;
+	uint64_t seq;
+	uint64_t rng;
+	struct hist hist;
+	struct hist ihist;
+	uint64_t submitted;
+	uint64_t confs;
+	uint64_t read_ops;
+	uint64_t write_ops;
+	uint64_t errors;
+	uint64_t vfail;
+	uint64_t verified;
+};
+
+/**
+ * struct bench - a benchmark run
+ * @cfg: the configuration
+ * @sess: the client session
+ * @threads: the submitter threads
+ * @nthreads: number of @threads
+ * @stop: set when the submitters must stop (atomic)
+ * @reports: failures reported on stderr so far (atomic)
+ * @closing: set while the session is closed on purpose (atomic)
+ * @instance_id: random id of this run, the high half of every request id
+ * @next_seq: last request sequence number used (atomic)
+ * @last_done_ns: time of the last successful completion, 0 before the
+ *                first (atomic)
+ * @max_gap_ns: longest time between successful completions (atomic)
+ */
+struct bench {
+	const struct bench_cfg *cfg;
+	struct ibtrs_clt *sess;
+	struct bench_thread *threads;
+	unsigned int nthreads;
+	int stop;
+	unsigned int reports;
+	int closing;
+	uint32_t instance_id;
+	uint64_t next_seq;
+	uint64_t last_done_ns;
+	uint64_t max_gap_ns;
+};
+
+/**
+ * bench_rw_str() - name of a request mix
+ * @rw: the mix
+ *
+ * Return: "read", "write" or "randrw".
+ */
+const char *bench_rw_str(enum bench_rw rw)
+{
+	switch (rw) {
+	case BENCH_READ:
+		return "read";
+	case BENCH_WRITE:
+		return "write";
+	case BENCH_RANDRW:
+		return "randrw";
+	}
+	return "?";
+}
+
+/**
+ * bench_cfg_init() - fill a configuration with the defaults
+ * @cfg: the configuration; the caller sets the paths and what it wants
+ *       changed
+ *
+ * The session options (policy, heartbeat, reconnect and failover) are the
+ * library's defaults.
+ */
+void bench_cfg_init(struct bench_cfg *cfg)
+{
+	struct ibtrs_clt_opts o;
+
+	memset(cfg, 0, sizeof(*cfg));
+	ibtrs_clt_opts_init(&o, sizeof(o));
+	cfg->port = IBTRS_DEFAULT_PORT;
+	cfg->rw = BENCH_RANDRW;
+	cfg->bs = BENCH_DEFAULT_BS;
+	cfg->qd = BENCH_DEFAULT_QD;
+	cfg->threads = BENCH_DEFAULT_THREADS;
+	cfg->time_s = BENCH_DEFAULT_TIME;
+	cfg->policy = o.policy;
+	cfg->hb_timeout_ms = o.hb_timeout_ms;
+	cfg->reconnect_delay_s = o.reconnect_delay_sec;
+	cfg->max_reconnects = o.max_reconnect_attempts;
+	cfg->failover_timeout_ms = o.failover_timeout_ms;
+}
+
+/**
+ * bench_print_event() - print one event of a session's log, one line
+ * @f: output stream
+ * @ev: the event
+ */
+void bench_print_event(FILE *f, const struct ibtrs_event *ev)
+{
+	time_t sec = (time_t)(ev->ts_ns / 1000000000ull);
+	char when[16] = "??:??:??";
+	struct tm tm;
+
+	if (localtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	if (ev->path < 0)
+		fprintf(f, "  %s.%03u  session: %.*s\n", when,
+			(unsigned int)(ev->ts_ns % 1000000000ull / 1000000),
+			(int)sizeof(ev->msg), ev->msg);
+	else
+		fprintf(f, "  %s.%03u  path %d: %.*s\n", when,
+			(unsigned int)(ev->ts_ns % 1000000000ull / 1000000),
+			ev->path, (int)sizeof(ev->msg), ev->msg);
+}
+
+/**
+ * mix64() - the splitmix64 finalizer
+ * @x: input
+ *
+ * Return: a well mixed 64-bit value.
+ */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/**
+ * rng_next() - next value of a xorshift64* generator
+ * @s: the state, never 0
+ *
+ * Return: a pseudo-random value.
+ */
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+/**
+ * pattern_word() - word @i of the pattern of a block
+ * @seed: pattern seed from pattern_seed()
+ * @i: word index
+ *
+ * Return: the word; distinct words of one pattern differ.
+ */
+static uint64_t pattern_word(uint64_t seed, uint64_t i)
+{
+	uint64_t w = (seed ^ i) * 0x9e3779b97f4a7c15ull;
+
+	return w ^ (w >> 32);
+}
+
+/**
+ * pattern_seed() - seed of the pattern written at @off with sequence @seq
+ * @off: byte offset in the target
+ * @seq: sequence number of the WRITE
+ *
+ * Return: the seed.
+ */
+static uint64_t pattern_seed(uint64_t off, uint64_t seq)
+{
+	return mix64(off ^ mix64(seq + 0x632be59bd9b4e019ull));
+}
+
+/**
+ * pattern_fill() - write the pattern of (@off, @seq) into @buf
+ * @buf: the buffer
+ * @len: its length
+ * @off: byte offset in the target
+ * @seq: sequence number of the WRITE
+ */
+static void pattern_fill(unsigned char *buf, size_t len, uint64_t off,
+			 uint64_t seq)
+{
+	uint64_t seed = pattern_seed(off, seq), w;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		w = htole64(pattern_word(seed, i / 8));
+		memcpy(buf + i, &w, 8);
+	}
+	if (i < len) {
+		w = htole64(pattern_word(seed, i / 8));
+		memcpy(buf + i, &w, len - i);
+	}
+}
+
+/**
+ * pattern_check() - compare @buf with the pattern of (@off, @seq)
+ * @buf: the data read
+ * @len: its length
+ * @off: byte offset in the target
+ * @seq: sequence number of the last WRITE, 0 for zeros
+ *
+ * Return: -1 when @buf matches, else the offset of the first 8-byte word
+ * that differs.
+ */
+static long pattern_check(const unsigned char *buf, size_t len, uint64_t off,
+			  uint64_t seq)
+{
+	uint64_t seed = pattern_seed(off, seq), w = 0, r;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&r, buf + i, 8);
+		if (seq)
+			w = htole64(pattern_word(seed, i / 8));
+		if (r != w)
+			return (long)i;
+	}
+	if (i < len) {
+		r = 0;
+		memcpy(&r, buf + i, len - i);
+		w = seq ? htole64(pattern_word(seed, i / 8)) : 0;
+		if (memcmp(&r, &w, len - i))
+			return (long)i;
+	}
+	return -1;
+}
+
+/**
+ * bench_report() - print one failure line on stderr, at most
+ * BENCH_MAX_REPORTS times per run
+ * @b: the benchmark
+ * @fmt: printf format
+ */
+static void __attribute__((format(printf, 2, 3)))
+bench_report(struct bench *b, const char *fmt, ...)
+{
+	char buf[256];
+	unsigned int n;
+	va_list ap;
+
+	if (b->cfg->quiet)
+		return;
+	n = __atomic_fetch_add(&b->reports, 1, __ATOMIC_RELAXED);
+	if (n >= BENCH_MAX_REPORTS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n == BENCH_MAX_REPORTS - 1)
+		tool_err("warning: %s (further failures not shown)", buf);
+	else
+		tool_err("warning: %s", buf);
+}
+
+/**
+ * bench_req_done() - give a request slot and its block back
+ * @t: the thread
+ * @req: the slot
+ * @lat_ns: latency to record, 0 for none
+ */
+static void bench_req_done(struct bench_thread *t, struct bench_req *req,
+			   uint64_t lat_ns)
+{
+	pthread_mutex_lock(&t->lock);
+	if (lat_ns) {
+		hist_add(&t->hist, lat_ns);
+		hist_add(&t->ihist, lat_ns);
+	}
+	t->busy[req->blk] = 0;
+	req->next = t->free;
+	t->free = req;
+	t->inflight--;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/**
+ * bench_stopping() - whether the submitters must stop
+ * @b: the benchmark
+ *
+ * Return: true once the run is over.
+ */
+static bool bench_stopping(struct bench *b)
+{
+	return __atomic_load_n(&b->stop, __ATOMIC_ACQUIRE);
+}
+
+/**
+ * bench_note_gap() - account for the time since the previous completion
+ * @b: the benchmark
+ * @now: CLOCK_MONOTONIC time of a successful completion, or of the end of
+ *       the run
+ */
+static void bench_note_gap(struct bench *b, uint64_t now)
+{
+	uint64_t prev, max;
+
+	prev = __atomic_exchange_n(&b->last_done_ns, now, __ATOMIC_RELAXED);
+	/* Completions racing on other threads may come in slightly out of
+	 * order; they are microseconds apart, no gap. */
+	if (!prev || now <= prev)
+		return;
+	max = __atomic_load_n(&b->max_gap_ns, __ATOMIC_RELAXED);
+	while (now - prev > max &&
+	       !__atomic_compare_exchange_n(&b->max_gap_ns, &max, now - prev,
+					    false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+/**
+ * bench_conf() - completion of a request
+ * @priv: the struct bench_req
+ * @err: 0 or the negative errno of the failure
+ *
+ * The block of the request has no other request in flight, so its entry of
+ * blk_seq may be read and written without the lock.
+ */
+static void bench_conf(void *priv, int err)
+{
+	struct bench_req *req = priv;
+	struct bench_thread *t = req->t;
+	struct bench *b = t->b;
+	uint64_t now = tool_now_ns();
+	uint64_t lat = now - req->start_ns;
+	uint64_t bs = b->cfg->bs;
+	uint64_t off = (t->first_blk + req->blk) * bs;
+	long bad;
+
+	__atomic_fetch_add(&t->confs, 1, __ATOMIC_RELAXED);
+	if (lat == 0)
+		lat = 1;
+	if (!err && !bench_stopping(b))
+		bench_note_gap(b, now);
+	if (err) {
+		__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
+		bench_report(b, "%s of %llu bytes at offset %llu failed: %s",
+			     req->dir == IBTRS_READ ? "READ" : "WRITE",
+			     (unsigned long long)bs, (unsigned long long)off,
+			     strerror(-err));
+		if (req->dir == IBTRS_WRITE && t->blk_seq)
+			t->blk_seq[req->blk] = BLK_UNKNOWN;
+		lat = 0;
+	} else if (req->dir == IBTRS_WRITE) {
+		__atomic_fetch_add(&t->write_ops, 1, __ATOMIC_RELAXED);
+		if (t->blk_seq)
+			t->blk_seq[req->blk] = req->seq;
+	} else {
+		__atomic_fetch_add(&t->read_ops, 1, __ATOMIC_RELAXED);
+		if (t->blk_seq && req->seq != BLK_UNKNOWN) {
+			__atomic_fetch_add(&t->verified, 1, __ATOMIC_RELAXED);
+			bad = pattern_check(req->buf, bs, off, req->seq);
+			if (bad >= 0) {
+				__atomic_fetch_add(&t->vfail, 1,
+						   __ATOMIC_RELAXED);
+				bench_report(
+					b,
+					"verify failure: READ at offset %llu differs at byte %ld from %s",
+					(unsigned long long)off, bad,
+					req->seq ? "the last write"
+						 : "zeros (never written)");
+			}
+		}
+	}
+	ibtrs_clt_put_tag(b->sess, req->tag);
+	bench_req_done(t, req, lat);
+}
+
+/**
+ * bench_take_slot() - wait for a free request slot and pick a free block
+ * @t: the thread
+ *
+ * Return: the slot with its block chosen and marked busy, or NULL when the
+ * run is over.
+ */
+static struct bench_req *bench_take_slot(struct bench_thread *t)
+{
+	struct bench_req *req;
+	uint64_t blk;
+
+	pthread_mutex_lock(&t->lock);
+	while (t->inflight >= t->qd && !bench_stopping(t->b))
+		pthread_cond_wait(&t->cond, &t->lock);
+	if (bench_stopping(t->b)) {
+		pthread_mutex_unlock(&t->lock);
+		return NULL;
+	}
+	req = t->free;
+	t->free = req->next;
+	t->inflight++;
+	/* qd <= nblks: a free block exists. */
+	blk = rng_next(&t->rng) % t->nblks;
+	while (t->busy[blk])
+		blk = blk + 1 == t->nblks ? 0 : blk + 1;
+	t->busy[blk] = 1;
+	req->blk = blk;
+	pthread_mutex_unlock(&t->lock);
+	return req;
+}
+
+/**
+ * bench_drain() - wait until the requests of a thread completed
+ * @t: the thread
+ *
+ * Gives up after BENCH_DRAIN_NS; closing the session then aborts what is
+ * left.
+ */
+static void bench_drain(struct bench_thread *t)
+{
+	uint64_t deadline = tool_now_ns() + BENCH_DRAIN_NS;
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(deadline / 1000000000ull);
+	ts.tv_nsec = (long)(deadline % 1000000000ull);
+	pthread_mutex_lock(&t->lock);
+	while (t->inflight) {
+		if (pthread_cond_timedwait(&t->cond, &t->lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/**
+ * bench_worker() - a submitter thread
+ * @arg: the struct bench_thread
+ *
+ * Return: NULL.
+ */
+static void *bench_worker(void *arg)
+{
+	struct bench_thread *t = arg;
+	struct bench *b = t->b;
+	const struct bench_cfg *cfg = b->cfg;
+	struct tool_blk_msg msg;
+	struct iovec vec, sg;
+	struct bench_req *req;
+	uint64_t off, seq;
+	int ret;
+
+	while ((req = bench_take_slot(t))) {
+		if (cfg->rw == BENCH_READ)
+			req->dir = IBTRS_READ;
+		else if (cfg->rw == BENCH_WRITE)
+			req->dir = IBTRS_WRITE;
+		else
+			req->dir = rng_next(&t->rng) & 1 ? IBTRS_WRITE
+							 : IBTRS_READ;
+		off = (t->first_blk + req->blk) * cfg->bs;
+
+		req->tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON,
+					     IBTRS_TAG_WAIT);
+		if (!req->tag) {
+			ret = errno;
+			__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
+			bench_report(b, "cannot get a tag: %s", strerror(ret));
+			bench_req_done(t, req, 0);
+			if (ret == ECONNABORTED)
+				break;
+			usleep(BENCH_RETRY_US);
+			continue;
+		}
+
+		if (req->dir == IBTRS_WRITE) {
+			req->seq = ++t->seq;
+			if (t->blk_seq)
+				pattern_fill(req->buf, cfg->bs, off, req->seq);
+		} else {
+			req->seq = t->blk_seq ? t->blk_seq[req->blk] : 0;
+			if (t->blk_seq)
+				/* Stale data must not pass for good. */
+				memset(req->buf, 0xa5, cfg->bs);
+		}
+		/* A fresh id for every submission; the instance id moves on
+		 * when the 32-bit sequence wraps. */
+		seq = __atomic_add_fetch(&b->next_seq, 1, __ATOMIC_RELAXED);
+		msg.offset = htole64(off);
+		msg.len = htole32(cfg->bs);
+		msg.flags = 0;
+		msg.req_id = htole64(
+			((uint64_t)(uint32_t)(b->instance_id + (seq >> 32))
+			 << 32) |
+			(seq & 0xffffffffull));
+		vec.iov_base = &msg;
+		vec.iov_len = sizeof(msg);
+		sg.iov_base = req->buf;
+		sg.iov_len = cfg->bs;
+
+		req->start_ns = tool_now_ns();
+		/* Counted first: the confirmation may run before the call
+		 * returns. */
+		__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
+		ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, req->tag,
+					req, &vec, 1, cfg->bs, &sg, 1);
+		if (ret) {
+			__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
+			/* The conf callback will not run. */
+			__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
+			bench_report(b, "cannot submit a %s: %s",
+				     req->dir == IBTRS_READ ? "READ" : "WRITE",
+				     strerror(-ret));
+			ibtrs_clt_put_tag(b->sess, req->tag);
+			bench_req_done(t, req, 0);
+			usleep(BENCH_RETRY_US);
+		}
+	}
+	bench_drain(t);
+	return NULL;
+}
+
+/**
+ * bench_link_ev() - connectivity changes of the session
+ * @priv: the struct bench
+ * @ev: the event
+ */
+static void bench_link_ev(void *priv, enum ibtrs_clt_link_ev ev)
+{
+	struct bench *b = priv;
+
+	if (b->cfg->quiet || __atomic_load_n(&b->closing, __ATOMIC_ACQUIRE))
+		return;
+	if (ev == IBTRS_CLT_LINK_EV_DISCONNECTED)
+		tool_err("warning: no path connected, reconnecting");
+	else
+		tool_err("warning: a path reconnected");
+}
+
+/**
+ * bench_thread_init() - set up a submitter thread's state
+ * @b: the benchmark
+ * @t: the thread
+ * @idx: index of the thread
+ * @blks_per_thread: blocks every thread owns
+ * @qd: requests the thread keeps in flight
+ *
+ * Return: 0 or -ENOMEM.
+ */
+static int bench_thread_init(struct bench *b, struct bench_thread *t,
+			     unsigned int idx, uint64_t blks_per_thread,
+			     unsigned int qd)
+{
+	pthread_condattr_t ca;
+	unsigned int i;
+
+	t->b = b;
+	t->qd = qd;
+	t->first_blk = idx * blks_per_thread;
+	t->nblks = blks_per_thread;
+	t->rng = mix64(tool_now_ns() ^ ((uint64_t)getpid() << 20) ^ idx) | 1;
+	hist_init(&t->hist);
+	hist_init(&t->ihist);
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	t->busy = calloc(t->nblks, 1);
+	t->reqs = calloc(qd, sizeof(*t->reqs));
+	if (!t->busy || !t->reqs)
+		return -ENOMEM;
+	if (b->cfg->verify) {
+		t->blk_seq = calloc(t->nblks, sizeof(*t->blk_seq));
+		if (!t->blk_seq)
+			return -ENOMEM;
+	}
+	for (i = 0; i < qd; i++) {
+		struct bench_req *req = &t->reqs[i];
+		void *buf;
+
+		if (posix_memalign(&buf, 4096, b->cfg->bs))
+			return -ENOMEM;
+		memset(buf, 0, b->cfg->bs);
+		req->buf = buf;
+		req->t = t;
+		req->next = t->free;
+		t->free = req;
+	}
+	return 0;
+}
+
+/**
+ * bench_thread_free() - free a submitter thread's state
+ * @t: the thread
+ */
+static void bench_thread_free(struct bench_thread *t)
+{
+	unsigned int i;
+
+	if (!t->b)
+		return;
+	if (t->reqs)
+		for (i = 0; i < t->qd; i++)
+			free(t->reqs[i].buf);
+	free(t->reqs);
+	free(t->busy);
+	free(t->blk_seq);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+}
+
+/**
+ * bench_sum() - add up a counter of every thread
+ * @b: the benchmark
+ * @field: offset of the counter in struct bench_thread
+ *
+ * Return: the sum.
+ */
+static uint64_t bench_sum(struct bench *b, size_t field)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < b->nthreads; i++)
+		sum += __atomic_load_n(
+			(uint64_t *)((char *)&b->threads[i] + field),
+			__ATOMIC_RELAXED);
+	return sum;
+}
+
+#define BENCH_SUM(b, f) bench_sum(b, offsetof(struct bench_thread, f))
+
+/**
+ * bench_parse_paths() - parse the path strings of a configuration
+ * @cfg: the configuration
+ * @paths: filled with the addresses
+ * @src: storage of the source addresses
+ * @dst: storage of the destination addresses
+ *
+ * Return: 0, or TOOL_EXIT_USAGE after reporting a malformed path.
+ */
+static int bench_parse_paths(const struct bench_cfg *cfg,
+			     struct ibtrs_addr *paths,
+			     struct sockaddr_storage *src,
+			     struct sockaddr_storage *dst)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < cfg->path_cnt; i++) {
+		paths[i].src = &src[i];
+		paths[i].dst = &dst[i];
+		ret = ibtrs_addr_to_sockaddr(cfg->paths[i],
+					     strlen(cfg->paths[i]), cfg->port,
+					     &paths[i]);
+		if (ret) {
+			tool_err(
+				"invalid --path '%s': %s (expected ip:ADDR or ip:SRC,ip:DST)",
+				cfg->paths[i], strerror(-ret));
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+/**
+ * bench_collect() - fill the result of a finished run
+ * @b: the benchmark, its threads stopped and its session closed
+ * @res: the result; time_s and the paths already filled
+ */
+static void bench_collect(struct bench *b, struct bench_res *res)
+{
+	struct hist *all;
+	unsigned int i;
+
+	res->read_ops = BENCH_SUM(b, read_ops);
+	res->write_ops = BENCH_SUM(b, write_ops);
+	res->ops = res->read_ops + res->write_ops;
+	res->bytes = res->ops * b->cfg->bs;
+	res->errors = BENCH_SUM(b, errors);
+	res->verify_failures = BENCH_SUM(b, vfail);
+	res->verified = BENCH_SUM(b, verified);
+	res->submitted = BENCH_SUM(b, submitted);
+	res->lost = res->submitted - BENCH_SUM(b, confs);
+	res->max_gap_ms =
+		(double)__atomic_load_n(&b->max_gap_ns, __ATOMIC_RELAXED) / 1e6;
+	if (res->time_s > 0) {
+		res->iops = (double)res->ops / res->time_s;
+		res->mbps = (double)res->bytes / res->time_s / 1e6;
+	}
+	all = malloc(sizeof(*all));
+	if (!all)
+		return;
+	hist_init(all);
+	for (i = 0; i < b->nthreads; i++)
+		hist_merge(all, &b->threads[i].hist);
+	res->p50_us = hist_percentile(all, 50) / 1000;
+	res->p99_us = hist_percentile(all, 99) / 1000;
+	res->p999_us = hist_percentile(all, 99.9) / 1000;
+	free(all);
+}
+
+/**
+ * src_len() - length of a source address text without a ":0" port
+ * @src: the text, "ADDR:PORT"
+ * @size: size of the buffer holding @src
+ *
+ * Return: the number of bytes of @src to print.
+ */
+static size_t src_len(const char *src, size_t size)
+{
+	size_t n = strnlen(src, size - 1);
+
+	if (n > 2 && !strcmp(src + n - 2, ":0"))
+		n -= 2;
+	return n;
+}
+
+/**
+ * bench_paths() - read the per-path counters of the session
+ * @b: the benchmark
+ * @res: the result to fill
+ */
+static void bench_paths(struct bench *b, struct bench_res *res)
+{
+	struct ibtrs_attrs attrs;
+	unsigned int i, n;
+
+	memset(&attrs, 0, sizeof(attrs));
+	ibtrs_clt_query(b->sess, &attrs);
+	n = attrs.path_cnt ? attrs.path_cnt : (unsigned int)b->cfg->path_cnt;
+	if (n > IBTRS_MAX_PATHS)
+		n = IBTRS_MAX_PATHS;
+	res->path_cnt = 0;
+	for (i = 0; i < n; i++) {
+		struct bench_path_res *p = &res->paths[res->path_cnt];
+		struct ibtrs_path_stats st;
+
+		memset(&st, 0, sizeof(st));
+		st.size = sizeof(st);
+		if (ibtrs_clt_path_stats(b->sess, i, &st))
+			continue;
+		if (st.dst[0] && st.src[0])
+			/* "SRC->DST", without the ":0" of a system chosen port
+			 */
+			snprintf(p->addr, sizeof(p->addr), "%.*s->%.*s",
+				 (int)src_len(st.src, sizeof(st.src)), st.src,
+				 (int)sizeof(st.dst) - 1, st.dst);
+		else if (st.dst[0])
+			snprintf(p->addr, sizeof(p->addr), "%.*s",
+				 (int)sizeof(st.dst) - 1, st.dst);
+		else if (i < b->cfg->path_cnt)
+			snprintf(p->addr, sizeof(p->addr), "%s",
+				 b->cfg->paths[i]);
+		else
+			snprintf(p->addr, sizeof(p->addr), "?");
+		snprintf(p->state, sizeof(p->state), "%s",
+			 ibtrs_path_state_str(st.state));
+		p->ops = st.rd_ops + st.wr_ops;
+		p->rd_ops = st.rd_ops;
+		p->wr_ops = st.wr_ops;
+		p->errors = st.errors;
+		p->failovers = st.failovers;
+		p->reconnect_attempts = st.reconnect_attempts;
+		p->reconnects = st.reconnects;
+		p->hb_rtt_us = st.hb_rtt_us;
+		p->lat_p50_us = st.lat_p50_us;
+		p->lat_p99_us = st.lat_p99_us;
+		p->lat_p999_us = st.lat_p999_us;
+		res->path_cnt++;
+	}
+	snprintf(res->policy, sizeof(res->policy), "%s",
+		 ibtrs_mp_policy_str(ibtrs_clt_get_policy(b->sess)));
+	if (b->cfg->events)
+		res->event_cnt = ibtrs_clt_get_events(b->sess, res->events,
+						      IBTRS_EVENT_LOG_LEN);
+}
+
+/**
+ * bench_join() - wait for a submitter thread to finish
+ * @t: the thread
+ *
+ * A thread drains for at most BENCH_DRAIN_NS, but it may be stuck waiting
+ * for a tag that never comes back when the library loses requests; the
+ * session cannot be closed under it, so give up on the whole process then.
+ */
+static void bench_join(struct bench_thread *t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)((BENCH_DRAIN_NS + BENCH_JOIN_NS) / 1000000000ull);
+	if (pthread_timedjoin_np(t->thread, NULL, &ts)) {
+		tool_err("requests did not complete within %llu s, giving up",
+			 (BENCH_DRAIN_NS + BENCH_JOIN_NS) / 1000000000ull);
+		_exit(TOOL_EXIT_FAIL);
+	}
+}
+
+/**
+ * bench_tick_paths() - per-path part of a progress tick
+ * @b: the benchmark
+ * @tick: filled with the paths' states and their requests since the last
+ *        tick
+ * @last: per path, requests completed at the last tick; updated
+ */
+static void bench_tick_paths(struct bench *b, struct bench_tick *tick,
+			     uint64_t *last)
+{
+	struct ibtrs_path_stats st;
+	struct ibtrs_attrs attrs;
+	unsigned int i, n;
+	uint64_t ops;
+
+	memset(&attrs, 0, sizeof(attrs));
+	ibtrs_clt_query(b->sess, &attrs);
+	n = attrs.path_cnt < IBTRS_MAX_PATHS ? attrs.path_cnt : IBTRS_MAX_PATHS;
+	for (i = 0; i < n; i++) {
+		memset(&st, 0, sizeof(st));
+		st.size = sizeof(st);
+		if (ibtrs_clt_path_stats(b->sess, i, &st)) {
+			tick->path_state[i] = IBTRS_PATH_DEAD;
+			tick->path_ops[i] = 0;
+			continue;
+		}
+		ops = st.rd_ops + st.wr_ops;
+		tick->path_state[i] = st.state;
+		/* The counters may have been reset in between. */
+		tick->path_ops[i] = ops >= last[i] ? ops - last[i] : ops;
+		last[i] = ops;
+	}
+	tick->path_cnt = n;
+}
+
+/**
+ * bench_tick_p99() - 99th percentile latency since the last tick
+ * @b: the benchmark
+ * @h: scratch histogram
+ *
+ * Return: the latency in microseconds, 0 when nothing completed.
+ */
+static double bench_tick_p99(struct bench *b, struct hist *h)
+{
+	unsigned int i;
+
+	hist_init(h);
+	for (i = 0; i < b->nthreads; i++) {
+		struct bench_thread *t = &b->threads[i];
+
+		pthread_mutex_lock(&t->lock);
+		hist_merge(h, &t->ihist);
+		hist_init(&t->ihist);
+		pthread_mutex_unlock(&t->lock);
+	}
+	return h->count ? hist_percentile(h, 99) / 1000 : 0;
+}
+
+/**
+ * bench_run() - run a benchmark
+ * @cfg: what to run
+ * @res: filled with the result
+ *
+ * Blocks for @cfg->time_s seconds, or until SIGINT or SIGTERM (which the
+ * caller must have blocked, see tool_signals_init()).
+ *
+ * Return: 0 when the run took place (failed requests are counted in @res),
+ * TOOL_EXIT_USAGE or TOOL_EXIT_FAIL after reporting why it could not.
+ */
+int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
+{
+	struct sockaddr_storage src[IBTRS_MAX_PATHS], dst[IBTRS_MAX_PATHS];
+	struct ibtrs_addr paths[IBTRS_MAX_PATHS];
+	uint64_t nblks, per_thread, start, end, next_tick, stop_ns, last_done;
+	uint64_t last_ops = 0, last_ns, last_path_ops[IBTRS_MAX_PATHS] = { 0 };
+	unsigned int i, qd, started = 0;
+	struct ibtrs_clt_opts opts;
+	struct ibtrs_attrs attrs;
+	struct bench b = { .cfg = cfg };
+	struct hist *tick_hist = NULL;
+	char sessname[NAME_MAX];
+	int ret, err;
+
+	memset(res, 0, sizeof(*res));
+	if (!cfg->path_cnt || cfg->path_cnt > IBTRS_MAX_PATHS || !cfg->bs ||
+	    !cfg->threads || !cfg->qd) {
+		tool_err("invalid benchmark configuration");
+		return TOOL_EXIT_USAGE;
+	}
+	nblks = TOOL_TARGET_SIZE / cfg->bs;
+	per_thread = nblks / cfg->threads;
+	if (!per_thread) {
+		tool_err(
+			"--bs %u too large for %u threads on a %llu MiB target",
+			cfg->bs, cfg->threads, TOOL_TARGET_SIZE >> 20);
+		return TOOL_EXIT_USAGE;
+	}
+	qd = cfg->qd / cfg->threads;
+	if (!qd)
+		qd = 1;
+	if (qd > per_thread)
+		qd = (unsigned int)per_thread;
+
+	ret = bench_parse_paths(cfg, paths, src, dst);
+	if (ret)
+		return ret;
+	if (cfg->sessname)
+		snprintf(sessname, sizeof(sessname), "%s", cfg->sessname);
+	else
+		snprintf(sessname, sizeof(sessname), "%s-bench-%d", TOOL_NAME,
+			 (int)getpid());
+
+	b.instance_id = (uint32_t)tool_random64();
+	ibtrs_clt_opts_init(&opts, sizeof(opts));
+	opts.priv = &b;
+	opts.link_ev = bench_link_ev;
+	opts.sessname = sessname;
+	opts.paths = paths;
+	opts.path_cnt = cfg->path_cnt;
+	opts.port = cfg->port;
+	opts.reconnect_delay_sec = cfg->reconnect_delay_s;
+	opts.max_reconnect_attempts = cfg->max_reconnects;
+	opts.policy = cfg->policy;
+	if (cfg->hb_timeout_ms)
+		opts.hb_timeout_ms = cfg->hb_timeout_ms;
+	opts.failover_timeout_ms = cfg->failover_timeout_ms;
+	b.sess = ibtrs_clt_open_opts(&opts);
+	if (!b.sess) {
+		err = errno;
+		if (cfg->path_cnt == 1)
+			tool_err("cannot connect to %s (port %u): %s",
+				 cfg->paths[0], cfg->port, strerror(err));
+		else
+			tool_err(
+				"cannot connect to any of %zu paths (%s, ...; port %u): %s",
+				cfg->path_cnt, cfg->paths[0], cfg->port,
+				strerror(err));
+		return TOOL_EXIT_FAIL;
+	}
+	memset(&attrs, 0, sizeof(attrs));
+	ibtrs_clt_query(b.sess, &attrs);
+	if (attrs.max_io_size && cfg->bs > attrs.max_io_size) {
+		tool_err(
+			"--bs %u exceeds the largest request of the server (%u bytes)",
+			cfg->bs, attrs.max_io_size);
+		__atomic_store_n(&b.closing, 1, __ATOMIC_RELEASE);
+		ibtrs_clt_close(b.sess);
+		return TOOL_EXIT_USAGE;
+	}
+
+	ret = TOOL_EXIT_FAIL;
+	b.nthreads = cfg->threads;
+	b.threads = calloc(b.nthreads, sizeof(*b.threads));
+	tick_hist = malloc(sizeof(*tick_hist));
+	if (!b.threads || !tick_hist) {
+		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
+		goto out_close;
+	}
+	for (i = 0; i < b.nthreads; i++) {
+		if (bench_thread_init(&b, &b.threads[i], i, per_thread, qd)) {
+			tool_err("cannot allocate the benchmark: %s",
+				 strerror(ENOMEM));
+			goto out_close;
+		}
+	}
+
+	start = tool_now_ns();
+	for (i = 0; i < b.nthreads; i++) {
+		err = pthread_create(&b.threads[i].thread, NULL, bench_worker,
+				     &b.threads[i]);
+		if (err) {
+			tool_err("cannot start a thread: %s", strerror(err));
+			break;
+		}
+		started++;
+	}
+
+	end = start + (uint64_t)(cfg->time_s * 1e9);
+	next_tick = start + 1000000000ull;
+	last_ns = start;
+	while (started == b.nthreads) {
+		uint64_t now = tool_now_ns();
+		uint64_t until = next_tick < end ? next_tick : end;
+
+		if (now >= end)
+			break;
+		if (now < until &&
+		    tool_signal_wait((int)((until - now + 999999) / 1000000),
+				     NULL))
+			break;
+		now = tool_now_ns();
+		if (now >= next_tick && now < end) {
+			struct bench_tick tick;
+			uint64_t ops = BENCH_SUM(&b, read_ops) +
+				       BENCH_SUM(&b, write_ops);
+			double dt = (double)(now - last_ns) / 1e9;
+
+			memset(&tick, 0, sizeof(tick));
+			tick.elapsed = (double)(now - start) / 1e9;
+			tick.ops = ops;
+			tick.iops = (double)(ops - last_ops) / dt;
+			tick.mbps = tick.iops * cfg->bs / 1e6;
+			tick.p99_us = bench_tick_p99(&b, tick_hist);
+			tick.errors = BENCH_SUM(&b, errors);
+			tick.verify_failures = BENCH_SUM(&b, vfail);
+			tick.sess = b.sess;
+			bench_tick_paths(&b, &tick, last_path_ops);
+			if (cfg->progress)
+				cfg->progress(cfg->progress_arg, &tick);
+			last_ops = ops;
+			last_ns = now;
+			while (next_tick <= now)
+				next_tick += 1000000000ull;
+		}
+	}
+
+	__atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
+	/* The time from the last completion to the end is a gap, too. */
+	stop_ns = tool_now_ns();
+	last_done = __atomic_load_n(&b.last_done_ns, __ATOMIC_RELAXED);
+	if (last_done)
+		bench_note_gap(&b, stop_ns);
+	for (i = 0; i < b.nthreads; i++) {
+		pthread_mutex_lock(&b.threads[i].lock);
+		pthread_cond_broadcast(&b.threads[i].cond);
+		pthread_mutex_unlock(&b.threads[i].lock);
+	}
+	for (i = 0; i < started; i++)
+		bench_join(&b.threads[i]);
+	res->time_s = (double)(tool_now_ns() - start) / 1e9;
+	bench_paths(&b, res);
+	if (started == b.nthreads)
+		ret = 0;
+
+out_close:
+	/* Aborts what did not drain; callbacks still see the threads. */
+	__atomic_store_n(&b.closing, 1, __ATOMIC_RELEASE);
+	ibtrs_clt_close(b.sess);
+	if (!ret)
+		bench_collect(&b, res);
+	for (i = 0; b.threads && i < b.nthreads; i++)
+		bench_thread_free(&b.threads[i]);
+	free(b.threads);
+	free(tick_hist);
+	return ret;
+}
+
+/**
+ * usage_bench() - print the help of "ibtrs bench"
+ * @f: output stream
+ */
+void usage_bench(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s bench --path ADDR [--path ADDR ...] [OPTIONS]\n"
+		"\n"
+		"Load an \"%s server\" with requests over one session of one or more\n"
+		"paths and report throughput and latency.\n"
+		"\n"
+		"Options:\n"
+		"  --path ADDR        a path: ip:DST or ip:SRC,ip:DST (up to %d)\n"
+		"  --port N           server port where a path names none (default %u)\n"
+		"  --rw MODE          read, write or randrw (default randrw)\n"
+		"  --bs BYTES         request size, k/m suffixes (default %u)\n"
+		"  --qd N             requests in flight (default %u)\n"
+		"  --threads N        submitter threads (default %u)\n"
+		"  --time SEC         run time in seconds (default %g)\n"
+		"  --verify           write patterns and check every read\n"
+		"  --policy P         multipath policy: rr, min-inflight or min-latency\n"
+		"                     (default min-inflight)\n"
+		"  --hb-timeout MS    declare a silent path dead after MS ms, %u..%u\n"
+		"                     (default 1000)\n"
+		"  --reconnect-delay SEC\n"
+		"                     seconds between reconnect tries, 0..255 (default 1)\n"
+		"  --max-reconnects N reconnect tries of a failed path, -1 forever\n"
+		"                     (default -1)\n"
+		"  --failover-timeout MS\n"
+		"                     how long a request of a failed path may wait for a\n"
+		"                     path, 0..%u (default 30000)\n"
+		"  --json             print the result as one JSON object\n"
+		"  --events           with --json, add the session's event log\n"
+		"  --interval-json    print one JSON line per second on stderr\n"
+		"  --quiet            no progress and no warnings\n"
+		"  --sessname NAME    session name (default %s-bench-PID)\n"
+		"  -h, --help         show this help\n"
+		"\n"
+		"The environment variable IBTRS_FAULT injects faults, e.g.\n"
+		"IBTRS_FAULT=1:drop@2000 cuts path 1 two seconds after the start.\n"
+		"\n"
+		"Exit status: 0 when every request succeeded and verified and none was\n"
+		"lost, 1 when one failed, 2 for usage errors.\n",
+		TOOL_NAME, TOOL_NAME, IBTRS_MAX_PATHS, IBTRS_DEFAULT_PORT,
+		BENCH_DEFAULT_BS, BENCH_DEFAULT_QD, BENCH_DEFAULT_THREADS,
+		BENCH_DEFAULT_TIME, BENCH_MIN_HB_TIMEOUT_MS,
+		BENCH_MAX_TIMEOUT_MS, BENCH_MAX_TIMEOUT_MS, TOOL_NAME);
+}
+
+/**
+ * struct bench_prog - what "ibtrs bench" prints once per second
+ * @tty: a progress line for humans on stderr
+ * @json: a JSON line on stderr (--interval-json)
+ */
+struct bench_prog {
+	bool tty;
+	bool json;
+};
+
+/**
+ * bench_progress() - progress of "ibtrs bench" on stderr
+ * @arg: the struct bench_prog
+ * @tick: the progress
+ */
+static void bench_progress(void *arg, const struct bench_tick *tick)
+{
+	const struct bench_prog *prog = arg;
+	char line[128 + IBTRS_MAX_PATHS * 24];
+	size_t i, n;
+
+	if (prog->json) {
+		/* One write per line, not to interleave with warnings. */
+		n = (size_t)snprintf(line, sizeof(line),
+				     "{\"t\":%.3f,\"iops\":%.1f,\"paths\":[",
+				     tick->elapsed, tick->iops);
+		for (i = 0; i < tick->path_cnt && n < sizeof(line); i++)
+			n += (size_t)snprintf(
+				line + n, sizeof(line) - n, "%s%llu",
+				i ? "," : "",
+				(unsigned long long)tick->path_ops[i]);
+		if (n < sizeof(line))
+			snprintf(line + n, sizeof(line) - n, "]}");
+		fprintf(stderr, "%s\n", line);
+		fflush(stderr);
+	}
+	if (prog->tty)
+		fprintf(stderr,
+			"[%6.1fs] %10.0f IOPS %10.2f MB/s  ops %llu  errors %llu  verify failures %llu\n",
+			tick->elapsed, tick->iops, tick->mbps,
+			(unsigned long long)tick->ops,
+			(unsigned long long)tick->errors,
+			(unsigned long long)tick->verify_failures);
+}
+
+/**
+ * bench_print_json() - print a result as one JSON object on stdout
+ * @cfg: the configuration
+ * @res: the result
+ */
+static void bench_print_json(const struct bench_cfg *cfg,
+			     const struct bench_res *res)
+{
+	const struct bench_path_res *p;
+	size_t i;
+
+	printf("{\"iops\":%.1f,\"mbps\":%.3f,"
+	       "\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f},"
+	       "\"ops\":%llu,\"read_ops\":%llu,\"write_ops\":%llu,"
+	       "\"bytes\":%llu,\"errors\":%llu,\"verify_failures\":%llu,"
+	       "\"lost\":%llu,\"max_gap_ms\":%.1f,"
+	       "\"time_s\":%.3f,\"bs\":%u,\"qd\":%u,\"threads\":%u,\"rw\":",
+	       res->iops, res->mbps, res->p50_us, res->p99_us, res->p999_us,
+	       (unsigned long long)res->ops, (unsigned long long)res->read_ops,
+	       (unsigned long long)res->write_ops,
+	       (unsigned long long)res->bytes, (unsigned long long)res->errors,
+	       (unsigned long long)res->verify_failures,
+	       (unsigned long long)res->lost, res->max_gap_ms, res->time_s,
+	       cfg->bs, cfg->qd, cfg->threads);
+	tool_json_str(stdout, bench_rw_str(cfg->rw));
+	printf(",\"policy\":");
+	tool_json_str(stdout, res->policy);
+	printf(",\"paths\":[");
+	for (i = 0; i < res->path_cnt; i++) {
+		p = &res->paths[i];
+		printf("%s{\"addr\":", i ? "," : "");
+		tool_json_str(stdout, p->addr);
+		printf(",\"state\":");
+		tool_json_str(stdout, p->state);
+		printf(",\"ops\":%llu,\"rd_ops\":%llu,\"wr_ops\":%llu,"
+		       "\"errors\":%llu,\"failovers\":%llu,"
+		       "\"reconnect_attempts\":%llu,\"reconnects\":%llu,"
+		       "\"hb_rtt_us\":%llu,"
+		       "\"lat_us\":{\"p50\":%llu,\"p99\":%llu,\"p999\":%llu}}",
+		       (unsigned long long)p->ops,
+		       (unsigned long long)p->rd_ops,
+		       (unsigned long long)p->wr_ops,
+		       (unsigned long long)p->errors,
+		       (unsigned long long)p->failovers,
+		       (unsigned long long)p->reconnect_attempts,
+		       (unsigned long long)p->reconnects,
+		       (unsigned long long)p->hb_rtt_us,
+		       (unsigned long long)p->lat_p50_us,
+		       (unsigned long long)p->lat_p99_us,
+		       (unsigned long long)p->lat_p999_us);
+	}
+	printf("]");
+	if (cfg->events) {
+		printf(",\"events\":[");
+		for (i = 0; i < res->event_cnt; i++) {
+			const struct ibtrs_event *ev = &res->events[i];
+			char msg[sizeof(ev->msg) + 1];
+
+			snprintf(msg, sizeof(msg), "%.*s", (int)sizeof(ev->msg),
+				 ev->msg);
+			printf("%s{\"ts\":%llu.%06llu,\"path\":%d,\"msg\":",
+			       i ? "," : "",
+			       (unsigned long long)(ev->ts_ns / 1000000000ull),
+			       (unsigned long long)(ev->ts_ns % 1000000000ull /
+						    1000),
+			       ev->path);
+			tool_json_str(stdout, msg);
+			printf("}");
+		}
+		printf("]");
+	}
+	printf("}\n");
+}
+
+/**
+ * bench_print_table() - print a result for humans on stdout
+ * @cfg: the configuration
+ * @res: the result
+ */
+static void bench_print_table(const struct bench_cfg *cfg,
+			      const struct bench_res *res)
+{
+	const struct bench_path_res *p;
+	size_t i;
+
+	printf("%s bench: rw=%s bs=%u qd=%u threads=%u policy=%s time=%.2fs%s\n",
+	       TOOL_NAME, bench_rw_str(cfg->rw), cfg->bs, cfg->qd, cfg->threads,
+	       res->policy, res->time_s, cfg->verify ? " verify" : "");
+	printf("%12s %10s %10s %10s %10s %12s %8s %8s\n", "IOPS", "MB/s",
+	       "p50 us", "p99 us", "p99.9 us", "ops", "errors", "vfail");
+	printf("%12.0f %10.2f %10.1f %10.1f %10.1f %12llu %8llu %8llu\n",
+	       res->iops, res->mbps, res->p50_us, res->p99_us, res->p999_us,
+	       (unsigned long long)res->ops, (unsigned long long)res->errors,
+	       (unsigned long long)res->verify_failures);
+	printf("reads %llu, writes %llu, %llu bytes, lost %llu, longest gap %.1f ms",
+	       (unsigned long long)res->read_ops,
+	       (unsigned long long)res->write_ops,
+	       (unsigned long long)res->bytes, (unsigned long long)res->lost,
+	       res->max_gap_ms);
+	if (cfg->verify)
+		printf(", %llu reads verified, verify failures: %llu",
+		       (unsigned long long)res->verified,
+		       (unsigned long long)res->verify_failures);
+	printf("\n\n%-40s %-14s %12s %9s %10s %10s\n", "path", "state", "ops",
+	       "failovers", "reconnects", "p99 us");
+	for (i = 0; i < res->path_cnt; i++) {
+		p = &res->paths[i];
+		printf("%-40s %-14s %12llu %9llu %10llu %10llu\n", p->addr,
+		       p->state, (unsigned long long)p->ops,
+		       (unsigned long long)p->failovers,
+		       (unsigned long long)p->reconnects,
+		       (unsigned long long)p->lat_p99_us);
+	}
+	if (cfg->events) {
+		printf("\nevents:\n");
+		for (i = 0; i < res->event_cnt; i++)
+			bench_print_event(stdout, &res->events[i]);
+	}
+}
+
+/**
+ * bench_bad_value() - report an option value that is not accepted
+ * @opt: the option name, without dashes
+ * @val: the value given
+ * @want: what is expected
+ *
+ * Return: TOOL_EXIT_USAGE.
+ */
+static int bench_bad_value(const char *opt, const char *val, const char *want)
+{
+	tool_err("invalid --%s '%s': expected %s", opt, val, want);
+	return TOOL_EXIT_USAGE;
+}
+
+enum {
+	OPT_PATH = 256,
+	OPT_PORT,
+	OPT_RW,
+	OPT_BS,
+	OPT_QD,
+	OPT_THREADS,
+	OPT_TIME,
+	OPT_VERIFY,
+	OPT_JSON,
+	OPT_QUIET,
+	OPT_SESSNAME,
+	OPT_POLICY,
+	OPT_HB_TIMEOUT,
+	OPT_RECONNECT_DELAY,
+	OPT_MAX_RECONNECTS,
+	OPT_FAILOVER_TIMEOUT,
+	OPT_EVENTS,
+	OPT_INTERVAL_JSON,
+};
+
+/**
+ * cmd_bench() - "ibtrs bench"
+ * @argc: argument count, argv[0] is "bench"
+ * @argv: arguments
+ *
+ * Return: exit status.
+ */
+int cmd_bench(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "path", required_argument, NULL, OPT_PATH },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "rw", required_argument, NULL, OPT_RW },
+		{ "bs", required_argument, NULL, OPT_BS },
+		{ "qd", required_argument, NULL, OPT_QD },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "sessname", required_argument, NULL, OPT_SESSNAME },
+		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "hb-timeout", required_argument, NULL, OPT_HB_TIMEOUT },
+		{ "reconnect-delay", required_argument, NULL,
+		  OPT_RECONNECT_DELAY },
+		{ "max-reconnects", required_argument, NULL,
+		  OPT_MAX_RECONNECTS },
+		{ "failover-timeout", required_argument, NULL,
+		  OPT_FAILOVER_TIMEOUT },
+		{ "events", no_argument, NULL, OPT_EVENTS },
+		{ "interval-json", no_argument, NULL, OPT_INTERVAL_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *paths[IBTRS_MAX_PATHS];
+	struct bench_prog prog = { .tty = false };
+	struct bench_cfg cfg;
+	struct bench_res *res;
+	bool json = false;
+	uint64_t v;
+	int c, ret;
+
+	bench_cfg_init(&cfg);
+	cfg.paths = paths;
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_PATH:
+			if (cfg.path_cnt == IBTRS_MAX_PATHS) {
+				tool_err("too many --path options (at most %d)",
+					 IBTRS_MAX_PATHS);
+				return TOOL_EXIT_USAGE;
+			}
+			paths[cfg.path_cnt++] = optarg;
+			break;
+		case OPT_PORT:
+			if (tool_parse_uint(optarg, 1, 65535, &v))
+				return bench_bad_value("port", optarg,
+						       "1..65535");
+			cfg.port = (uint16_t)v;
+			break;
+		case OPT_RW:
+			if (!strcmp(optarg, "read"))
+				cfg.rw = BENCH_READ;
+			else if (!strcmp(optarg, "write"))
+				cfg.rw = BENCH_WRITE;
+			else if (!strcmp(optarg, "randrw"))
+				cfg.rw = BENCH_RANDRW;
+			else
+				return bench_bad_value("rw", optarg,
+						       "read, write or randrw");
+			break;
+		case OPT_BS:
+			if (tool_parse_size(optarg, 1, TOOL_TARGET_SIZE, &v))
+				return bench_bad_value(
+					"bs", optarg,
+					"a size of 1..64m bytes, e.g. 4k");
+			cfg.bs = (uint32_t)v;
+			break;
+		case OPT_QD:
+			if (tool_parse_uint(optarg, 1, BENCH_MAX_QD, &v))
+				return bench_bad_value("qd", optarg,
+						       "1..65536");
+			cfg.qd = (uint32_t)v;
+			break;
+		case OPT_THREADS:
+			if (tool_parse_uint(optarg, 1, BENCH_MAX_THREADS, &v))
+				return bench_bad_value("threads", optarg,
+						       "1..256");
+			cfg.threads = (uint32_t)v;
+			break;
+		case OPT_TIME:
+			if (tool_parse_seconds(optarg, &cfg.time_s))
+				return bench_bad_value(
+					"time", optarg,
+					"a positive number of seconds");
+			break;
+		case OPT_VERIFY:
+			cfg.verify = true;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_QUIET:
+			cfg.quiet = true;
+			break;
+		case OPT_SESSNAME:
+			if (!optarg[0] || strlen(optarg) >= NAME_MAX ||
+			    strchr(optarg, '/'))
+				return bench_bad_value(
+					"sessname", optarg,
+					"1..254 bytes without '/'");
+			cfg.sessname = optarg;
+			break;
+		case OPT_POLICY:
+			if (!strcmp(optarg, "rr") ||
+			    !strcmp(optarg, "round-robin"))
+				cfg.policy = IBTRS_MP_ROUND_ROBIN;
+			else if (!strcmp(optarg, "min-inflight"))
+				cfg.policy = IBTRS_MP_MIN_INFLIGHT;
+			else if (!strcmp(optarg, "min-latency"))
+				cfg.policy = IBTRS_MP_MIN_LATENCY;
+			else
+				return bench_bad_value(
+					"policy", optarg,
+					"rr, min-inflight or min-latency");
+			break;
+		case OPT_HB_TIMEOUT:
+			if (tool_parse_uint(optarg, BENCH_MIN_HB_TIMEOUT_MS,
+					    BENCH_MAX_TIMEOUT_MS, &v))
+				return bench_bad_value(
+					"hb-timeout", optarg,
+					"100..3600000 milliseconds");
+			cfg.hb_timeout_ms = (uint32_t)v;
+			break;
+		case OPT_RECONNECT_DELAY:
+			if (tool_parse_uint(optarg, 0, UINT8_MAX, &v))
+				return bench_bad_value("reconnect-delay",
+						       optarg,
+						       "0..255 seconds");
+			cfg.reconnect_delay_s = (uint8_t)v;
+			break;
+		case OPT_MAX_RECONNECTS:
+			if (!strcmp(optarg, "-1"))
+				v = UINT64_MAX;
+			else if (tool_parse_uint(optarg, 0, INT16_MAX, &v))
+				return bench_bad_value("max-reconnects", optarg,
+						       "-1 or 0..32767");
+			cfg.max_reconnects = v == UINT64_MAX ? -1 : (int16_t)v;
+			break;
+		case OPT_FAILOVER_TIMEOUT:
+			if (tool_parse_uint(optarg, 0, BENCH_MAX_TIMEOUT_MS,
+					    &v))
+				return bench_bad_value(
+					"failover-timeout", optarg,
+					"0..3600000 milliseconds");
+			cfg.failover_timeout_ms = (uint32_t)v;
+			break;
+		case OPT_EVENTS:
+			cfg.events = true;
+			break;
+		case OPT_INTERVAL_JSON:
+			prog.json = true;
+			break;
+		case 'h':
+			usage_bench(stdout);
+			return TOOL_EXIT_OK;
+		default:
+			return tool_opt_error("bench", c, argv, longopts);
+		}
+	}
+	if (optind < argc) {
+		tool_err("unexpected argument '%s' (try '%s bench --help')",
+			 argv[optind], TOOL_NAME);
+		return TOOL_EXIT_USAGE;
+	}
+	if (!cfg.path_cnt) {
+		tool_err("missing --path (try '%s bench --help')", TOOL_NAME);
+		return TOOL_EXIT_USAGE;
+	}
+	if (cfg.qd < cfg.threads)
+		cfg.qd = cfg.threads;
+	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO);
+	if (prog.tty || prog.json) {
+		cfg.progress = bench_progress;
+		cfg.progress_arg = &prog;
+	}
+
+	/* Large (it holds the event log): not on the stack. */
+	res = malloc(sizeof(*res));
+	if (!res) {
+		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
+		return TOOL_EXIT_FAIL;
+	}
+	ret = bench_run(&cfg, res);
+	if (ret) {
+		free(res);
+		return ret;
+	}
+	if (json)
+		bench_print_json(&cfg, res);
+	else
+		bench_print_table(&cfg, res);
+	fflush(stdout);
+	ret = res->errors || res->verify_failures || res->lost ? TOOL_EXIT_FAIL
+							       : TOOL_EXIT_OK;
+	free(res);
+	return ret;
+}

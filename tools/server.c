@@ -1,0 +1,726 @@
+// SPDX-License-Identifier: MIT
+/*
+ * server.c - "ibtrs server": an IBTRS server with a memory-backed target.
+ *
+ * Every session gets its own TOOL_TARGET_SIZE bytes "disk", a sparse
+ * anonymous mapping, so that only the blocks written use memory; or, with a
+ * backing file, every session shares one TOOL_TARGET_SIZE bytes file mapped
+ * MAP_SHARED, whose content outlives the process. Requests carry a struct
+ * tool_blk_msg and are answered directly from the request callback.
+ *
+ * The server remembers the id of every request it was given (up to
+ * TOOL_SRV_MAX_IDS) and counts those it sees again: a request that ran
+ * twice, which the at-most-once promise of the library forbids.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+/* Slots of the request id set at first; it doubles when 3/4 full. */
+#define SRV_IDS_MIN_SLOTS (1u << 16)
+/* Interval of --stats-file updates. */
+#define SRV_STATS_INTERVAL_MS 500
+/* Limits of --hb-timeout and --grace, milliseconds. */
+#define SRV_MIN_HB_TIMEOUT_MS 100
+#define SRV_MAX_TIMEOUT_MS 3600000
+
+enum {
+	OPT_SRV_HB_TIMEOUT = 256,
+	OPT_SRV_GRACE,
+	OPT_SRV_BACKING_FILE,
+	OPT_SRV_STATS_FILE,
+};
+
+/**
+ * struct srv_disk - the target of one session
+ * @mem: TOOL_TARGET_SIZE bytes, zero until written
+ * @shared: @mem is the backing file's mapping, not the session's own
+ * @name: the session name, for log messages
+ */
+struct srv_disk {
+	unsigned char *mem;
+	bool shared;
+	char name[NAME_MAX];
+};
+
+/**
+ * struct srv_ids - set of the request ids seen, open addressing with
+ * linear probing; 0 marks a free slot (and is no request id)
+ * @lock: protects the other fields
+ * @slots: the slots, @mask + 1 of them
+ * @mask: number of slots minus one, a power of two minus one
+ * @count: ids in the set
+ * @full: TOOL_SRV_MAX_IDS reached or no memory to grow: no more ids are
+ *        added (those in the set are still checked)
+ */
+struct srv_ids {
+	pthread_mutex_t lock;
+	uint64_t *slots;
+	size_t mask;
+	uint64_t count;
+	bool full;
+};
+
+/*
+ * Callbacks carry no context pointer besides the session's, so the state
+ * of the (only) server of the process lives here.
+ */
+static FILE *srv_log;
+static const char *srv_log_prefix = "";
+static unsigned char *srv_backing;
+static uint64_t srv_requests;
+static uint64_t srv_duplicates;
+static struct srv_ids srv_ids = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/**
+ * srv_id_hash() - slot of a request id (the splitmix64 finalizer)
+ * @id: the id
+ *
+ * Return: a well mixed 64-bit value.
+ */
+static uint64_t srv_id_hash(uint64_t id)
+{
+	id ^= id >> 30;
+	id *= 0xbf58476d1ce4e5b9ull;
+	id ^= id >> 27;
+	id *= 0x94d049bb133111ebull;
+	return id ^ (id >> 31);
+}
+
+/**
+ * srv_ids_put() - put an id into a slot array known to lack it
+ * @slots: the slots
+ * @mask: number of slots minus one
+ * @id: the id, not 0
+ */
+static void srv_ids_put(uint64_t *slots, size_t mask, uint64_t id)
+{
+	size_t i = (size_t)srv_id_hash(id) & mask;
+
+	while (slots[i])
+		i = (i + 1) & mask;
+	slots[i] = id;
+}
+
+/**
+ * srv_ids_grow() - double the slots of the set
+ * @set: the set, locked
+ *
+ * Return: 0 or -ENOMEM.
+ */
+static int srv_ids_grow(struct srv_ids *set)
+{
+	size_t n = set->slots ? (set->mask + 1) * 2 : SRV_IDS_MIN_SLOTS;
+	uint64_t *slots = calloc(n, sizeof(*slots));
+	size_t i;
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; set->slots && i <= set->mask; i++)
+		if (set->slots[i])
+			srv_ids_put(slots, n - 1, set->slots[i]);
+	free(set->slots);
+	set->slots = slots;
+	set->mask = n - 1;
+	return 0;
+}
+
+/**
+ * srv_ids_seen() - look an id up and remember it
+ * @set: the set
+ * @id: the id, not 0
+ *
+ * Return: true when @id was in the set already.
+ */
+static bool srv_ids_seen(struct srv_ids *set, uint64_t id)
+{
+	bool seen = false, now_full = false;
+	size_t i;
+
+	pthread_mutex_lock(&set->lock);
+	if (set->slots) {
+		for (i = (size_t)srv_id_hash(id) & set->mask; set->slots[i];
+		     i = (i + 1) & set->mask) {
+			if (set->slots[i] == id) {
+				seen = true;
+				break;
+			}
+		}
+	}
+	if (!seen && !set->full) {
+		if (set->count >= TOOL_SRV_MAX_IDS) {
+			set->full = now_full = true;
+		} else if ((!set->slots ||
+			    set->count + 1 > (set->mask + 1) / 4 * 3) &&
+			   srv_ids_grow(set)) {
+			set->full = now_full = true;
+		} else {
+			srv_ids_put(set->slots, set->mask, id);
+			set->count++;
+		}
+	}
+	pthread_mutex_unlock(&set->lock);
+	if (now_full && srv_log) {
+		fprintf(srv_log,
+			"%sremembering %llu request ids, later requests are not checked for duplicates\n",
+			srv_log_prefix, (unsigned long long)set->count);
+		fflush(srv_log);
+	}
+	return seen;
+}
+
+/**
+ * srv_ids_free() - empty the set
+ * @set: the set
+ */
+static void srv_ids_free(struct srv_ids *set)
+{
+	pthread_mutex_lock(&set->lock);
+	free(set->slots);
+	set->slots = NULL;
+	set->mask = 0;
+	set->count = 0;
+	set->full = false;
+	pthread_mutex_unlock(&set->lock);
+}
+
+/**
+ * srv_rdma_ev() - serve one request of the block protocol
+ * @sess: the session
+ * @priv: the session's struct srv_disk
+ * @id: the operation
+ * @dir: IBTRS_READ or IBTRS_WRITE
+ * @data: WRITE: the data to store; READ: where to place the answer
+ * @datalen: bytes at @data
+ * @usr: the struct tool_blk_msg of the request (or its first
+ *       TOOL_BLK_MSG_V1_SIZE bytes, without a request id)
+ * @usrlen: bytes at @usr
+ *
+ * Counts the request, and counts it as a duplicate when its id was seen
+ * before.
+ *
+ * Return: 0 after answering with ibtrs_srv_resp_rdma(), or -EINVAL for a
+ * malformed message or a range outside the target, -EOPNOTSUPP for unknown
+ * flags, -ENODEV when the session has no target.
+ */
+static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
+		       struct ibtrs_srv_op *id, int dir, void *data,
+		       size_t datalen, const void *usr, size_t usrlen)
+{
+	struct srv_disk *disk = priv;
+	struct tool_blk_msg msg;
+	uint64_t off, req_id;
+	uint32_t len;
+
+	(void)sess;
+	__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
+	if (!disk)
+		return -ENODEV;
+	if (usrlen < TOOL_BLK_MSG_V1_SIZE)
+		return -EINVAL;
+	memset(&msg, 0, sizeof(msg));
+	memcpy(&msg, usr, usrlen < sizeof(msg) ? usrlen : sizeof(msg));
+	req_id = le64toh(msg.req_id);
+	if (req_id && srv_ids_seen(&srv_ids, req_id))
+		__atomic_fetch_add(&srv_duplicates, 1, __ATOMIC_RELAXED);
+	off = le64toh(msg.offset);
+	len = le32toh(msg.len);
+	if (le32toh(msg.flags) & ~TOOL_BLK_FLAGS_MASK)
+		return -EOPNOTSUPP;
+	if (len != datalen || off > TOOL_TARGET_SIZE ||
+	    len > TOOL_TARGET_SIZE - off)
+		return -EINVAL;
+
+	if (dir == IBTRS_WRITE)
+		memcpy(disk->mem + off, data, len);
+	else if (dir == IBTRS_READ)
+		memcpy(data, disk->mem + off, len);
+	else
+		return -EINVAL;
+	ibtrs_srv_resp_rdma(id, 0);
+	return 0;
+}
+
+/**
+ * srv_link_ev() - create or free the target of a session
+ * @sess: the session
+ * @ev: the event
+ * @priv: the session's struct srv_disk (DISCONNECTED only)
+ *
+ * With a backing file every session's target is its mapping.
+ *
+ * Return: 0, or -ENOMEM to refuse a session whose target cannot be
+ * allocated.
+ */
+static int srv_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
+		       void *priv)
+{
+	struct srv_disk *disk = priv;
+
+	switch (ev) {
+	case IBTRS_SRV_LINK_EV_CONNECTED:
+		disk = calloc(1, sizeof(*disk));
+		if (!disk)
+			return -ENOMEM;
+		if (ibtrs_srv_get_sess_name(sess, disk->name,
+					    sizeof(disk->name)) < 0 &&
+		    !disk->name[0])
+			snprintf(disk->name, sizeof(disk->name), "?");
+		if (srv_backing) {
+			disk->mem = srv_backing;
+			disk->shared = true;
+		} else {
+			disk->mem = mmap(
+				NULL, TOOL_TARGET_SIZE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+				0);
+		}
+		if (disk->mem == MAP_FAILED) {
+			if (srv_log)
+				fprintf(srv_log,
+					"%ssession '%s' refused: cannot allocate its target: %s\n",
+					srv_log_prefix, disk->name,
+					strerror(errno));
+			free(disk);
+			return -ENOMEM;
+		}
+		ibtrs_srv_set_sess_priv(sess, disk);
+		if (srv_log) {
+			fprintf(srv_log,
+				"%ssession '%s' connected (queue depth %d)\n",
+				srv_log_prefix, disk->name,
+				ibtrs_srv_get_queue_depth(sess));
+			fflush(srv_log);
+		}
+		return 0;
+	case IBTRS_SRV_LINK_EV_DISCONNECTED:
+		if (!disk)
+			return 0;
+		if (srv_log) {
+			fprintf(srv_log, "%ssession '%s' disconnected\n",
+				srv_log_prefix, disk->name);
+			fflush(srv_log);
+		}
+		ibtrs_srv_set_sess_priv(sess, NULL);
+		if (!disk->shared)
+			munmap(disk->mem, TOOL_TARGET_SIZE);
+		free(disk);
+		return 0;
+	}
+	return 0;
+}
+
+/**
+ * srv_backing_open() - map the backing file, creating or extending it
+ * @path: the file
+ *
+ * Return: the mapping of its first TOOL_TARGET_SIZE bytes, or MAP_FAILED
+ * with errno set.
+ */
+static unsigned char *srv_backing_open(const char *path)
+{
+	unsigned char *mem = MAP_FAILED;
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return MAP_FAILED;
+	if (fstat(fd, &st))
+		goto out;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size < TOOL_TARGET_SIZE &&
+	    ftruncate(fd, (off_t)TOOL_TARGET_SIZE))
+		goto out;
+	mem = mmap(NULL, TOOL_TARGET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+out:
+	err = errno;
+	close(fd);
+	errno = err;
+	return mem;
+}
+
+/**
+ * tool_srv_start() - open a server with the memory target
+ * @cfg: the configuration
+ *
+ * Only one server may run per process. Reports a failure on stderr (one
+ * "ibtrs: " line).
+ *
+ * Return: the server context, or NULL with errno set.
+ */
+struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
+{
+	struct ibtrs_srv_opts opts;
+	struct ibtrs_srv_ctx *ctx;
+	int err;
+
+	srv_log = cfg->log;
+	srv_log_prefix = cfg->log_prefix ? cfg->log_prefix : "";
+	__atomic_store_n(&srv_requests, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&srv_duplicates, 0, __ATOMIC_RELAXED);
+	srv_ids_free(&srv_ids);
+
+	ibtrs_srv_opts_init(&opts, sizeof(opts));
+	opts.port = cfg->port;
+	opts.listen_addr = cfg->listen_addr;
+	if (cfg->queue_depth)
+		opts.queue_depth = cfg->queue_depth;
+	if (cfg->max_io_size)
+		opts.max_io_size = cfg->max_io_size;
+	if (cfg->hb_timeout_ms)
+		opts.hb_timeout_ms = cfg->hb_timeout_ms;
+	if (cfg->grace_ms >= 0)
+		opts.sess_grace_ms = (uint32_t)cfg->grace_ms;
+	opts.rdma_ev = srv_rdma_ev;
+	opts.link_ev = srv_link_ev;
+
+	if (cfg->backing_file) {
+		srv_backing = srv_backing_open(cfg->backing_file);
+		if (srv_backing == MAP_FAILED) {
+			err = errno;
+			srv_backing = NULL;
+			tool_err("cannot use the backing file '%s': %s",
+				 cfg->backing_file, strerror(err));
+			errno = err;
+			return NULL;
+		}
+	}
+	ctx = ibtrs_srv_open_opts(&opts);
+	if (!ctx) {
+		err = errno;
+		if (cfg->listen_str)
+			tool_err("cannot listen on %s port %u: %s",
+				 cfg->listen_str, cfg->port, strerror(err));
+		else
+			tool_err("cannot listen on port %u: %s", cfg->port,
+				 strerror(err));
+		if (srv_backing)
+			munmap(srv_backing, TOOL_TARGET_SIZE);
+		srv_backing = NULL;
+		errno = err;
+	}
+	return ctx;
+}
+
+/**
+ * tool_srv_get_stats() - read the counters of a server
+ * @ctx: the context from tool_srv_start()
+ * @st: filled with the counters
+ */
+void tool_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct tool_srv_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->requests = __atomic_load_n(&srv_requests, __ATOMIC_RELAXED);
+	st->duplicates = __atomic_load_n(&srv_duplicates, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&srv_ids.lock);
+	st->ids = srv_ids.count;
+	st->ids_full = srv_ids.full;
+	pthread_mutex_unlock(&srv_ids.lock);
+	st->lib.size = sizeof(st->lib);
+	ibtrs_srv_get_stats(ctx, &st->lib);
+}
+
+/**
+ * tool_srv_stop() - close a server opened by tool_srv_start()
+ * @ctx: the context, or NULL
+ */
+void tool_srv_stop(struct ibtrs_srv_ctx *ctx)
+{
+	ibtrs_srv_close(ctx);
+	if (srv_backing)
+		munmap(srv_backing, TOOL_TARGET_SIZE);
+	srv_backing = NULL;
+	srv_ids_free(&srv_ids);
+}
+
+/**
+ * srv_write_stats() - write the counters to a file, atomically
+ * @ctx: the server
+ * @path: the file; "PATH.tmp" is written first, then renamed
+ *
+ * Return: 0, or a negative errno.
+ */
+static int srv_write_stats(struct ibtrs_srv_ctx *ctx, const char *path)
+{
+	struct tool_srv_stats st;
+	char tmp[PATH_MAX];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	tool_srv_get_stats(ctx, &st);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"{\"requests\":%llu,\"duplicates\":%llu,\"replays\":%llu,"
+		"\"busy\":%llu,\"proto_errors\":%llu,\"sessions\":%u,"
+		"\"paths\":%u,\"ids\":%llu,\"ids_full\":%s}\n",
+		(unsigned long long)st.requests,
+		(unsigned long long)st.duplicates,
+		(unsigned long long)st.lib.replays,
+		(unsigned long long)st.lib.busy,
+		(unsigned long long)st.lib.proto_errors, st.lib.sessions,
+		st.lib.paths, (unsigned long long)st.ids,
+		st.ids_full ? "true" : "false");
+	if (fflush(f) || ferror(f))
+		ret = -errno;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/**
+ * usage_server() - print the help of "ibtrs server"
+ * @f: output stream
+ */
+void usage_server(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s server [OPTIONS]\n"
+		"\n"
+		"Run an IBTRS server in the foreground. Every session gets a %llu MiB\n"
+		"memory-backed target (or all share --backing-file): WRITE stores data\n"
+		"at the offset of the request, READ returns it (zeros where nothing was\n"
+		"written). Requests whose id was seen before are counted as run twice.\n"
+		"\n"
+		"Options:\n"
+		"  -p, --port N             TCP port, 0 for any free one (default %u)\n"
+		"  -l, --listen ADDR        listen on ADDR only, e.g. ip:127.0.0.1\n"
+		"                           (default: every address)\n"
+		"  -d, --queue-depth N      chunks per session, 1..%u (default %u)\n"
+		"  -m, --max-io-size BYTES  largest request, k/m suffixes (default %u)\n"
+		"      --hb-timeout MS      close a path silent for MS ms, %u..%u\n"
+		"                           (default 1000)\n"
+		"      --grace MS           keep a session without paths MS ms for its\n"
+		"                           client to come back (default 10000)\n"
+		"      --backing-file PATH  one %llu MiB target in PATH (created or\n"
+		"                           extended), shared by every session, mapped\n"
+		"                           MAP_SHARED: it survives a crash and restart\n"
+		"      --stats-file PATH    write the counters as JSON to PATH every\n"
+		"                           %u ms and at exit (atomically)\n"
+		"  -q, --quiet              do not log connects and disconnects\n"
+		"  -h, --help               show this help\n"
+		"\n"
+		"Prints \"listening on port N\" on stdout when ready; stops on SIGINT\n"
+		"or SIGTERM.\n",
+		TOOL_NAME, TOOL_TARGET_SIZE >> 20, IBTRS_DEFAULT_PORT,
+		IBTRS_MAX_QUEUE_DEPTH, IBTRS_DEFAULT_QUEUE_DEPTH,
+		IBTRS_DEFAULT_MAX_IO_SIZE, SRV_MIN_HB_TIMEOUT_MS,
+		SRV_MAX_TIMEOUT_MS, TOOL_TARGET_SIZE >> 20,
+		SRV_STATS_INTERVAL_MS);
+}
+
+/**
+ * cmd_server() - "ibtrs server"
+ * @argc: argument count, argv[0] is "server"
+ * @argv: arguments
+ *
+ * Return: exit status.
+ */
+int cmd_server(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "queue-depth", required_argument, NULL, 'd' },
+		{ "max-io-size", required_argument, NULL, 'm' },
+		{ "hb-timeout", required_argument, NULL, OPT_SRV_HB_TIMEOUT },
+		{ "grace", required_argument, NULL, OPT_SRV_GRACE },
+		{ "backing-file", required_argument, NULL,
+		  OPT_SRV_BACKING_FILE },
+		{ "stats-file", required_argument, NULL, OPT_SRV_STATS_FILE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sockaddr_storage listen_ss;
+	struct tool_srv_cfg cfg = { .port = IBTRS_DEFAULT_PORT,
+				    .grace_ms = -1 };
+	struct ibtrs_srv_ctx *ctx;
+	const char *listen_str = NULL, *stats_file = NULL;
+	bool quiet = false, stats_warned = false;
+	uint64_t v;
+	pid_t from;
+	int c, ret, sig;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":p:l:d:m:qh", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'p':
+			if (tool_parse_uint(optarg, 0, 65535, &v)) {
+				tool_err(
+					"invalid --port '%s': expected 0..65535",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.port = (uint16_t)v;
+			break;
+		case 'l':
+			listen_str = optarg;
+			break;
+		case 'd':
+			if (tool_parse_uint(optarg, 1, IBTRS_MAX_QUEUE_DEPTH,
+					    &v)) {
+				tool_err(
+					"invalid --queue-depth '%s': expected 1..%u",
+					optarg, IBTRS_MAX_QUEUE_DEPTH);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.queue_depth = (uint32_t)v;
+			break;
+		case 'm':
+			if (tool_parse_size(optarg, 1, UINT32_MAX / 2, &v)) {
+				tool_err(
+					"invalid --max-io-size '%s': expected a size such as 128k",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.max_io_size = (uint32_t)v;
+			break;
+		case OPT_SRV_HB_TIMEOUT:
+			if (tool_parse_uint(optarg, SRV_MIN_HB_TIMEOUT_MS,
+					    SRV_MAX_TIMEOUT_MS, &v)) {
+				tool_err(
+					"invalid --hb-timeout '%s': expected %u..%u milliseconds",
+					optarg, SRV_MIN_HB_TIMEOUT_MS,
+					SRV_MAX_TIMEOUT_MS);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.hb_timeout_ms = (uint32_t)v;
+			break;
+		case OPT_SRV_GRACE:
+			if (tool_parse_uint(optarg, 0, SRV_MAX_TIMEOUT_MS,
+					    &v)) {
+				tool_err(
+					"invalid --grace '%s': expected 0..%u milliseconds",
+					optarg, SRV_MAX_TIMEOUT_MS);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.grace_ms = (int64_t)v;
+			break;
+		case OPT_SRV_BACKING_FILE:
+			if (!optarg[0]) {
+				tool_err(
+					"invalid --backing-file '': expected a file name");
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.backing_file = optarg;
+			break;
+		case OPT_SRV_STATS_FILE:
+			if (!optarg[0]) {
+				tool_err(
+					"invalid --stats-file '': expected a file name");
+				return TOOL_EXIT_USAGE;
+			}
+			stats_file = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			usage_server(stdout);
+			return TOOL_EXIT_OK;
+		default:
+			return tool_opt_error("server", c, argv, longopts);
+		}
+	}
+	if (optind < argc) {
+		tool_err("unexpected argument '%s' (try '%s server --help')",
+			 argv[optind], TOOL_NAME);
+		return TOOL_EXIT_USAGE;
+	}
+
+	if (listen_str) {
+		struct ibtrs_addr addr = { .src = NULL, .dst = &listen_ss };
+
+		ret = ibtrs_addr_to_sockaddr(listen_str, strlen(listen_str),
+					     cfg.port, &addr);
+		if (ret || addr.src) {
+			tool_err("invalid --listen '%s': %s", listen_str,
+				 ret ? strerror(-ret)
+				     : "a source address makes no sense here");
+			return TOOL_EXIT_USAGE;
+		}
+		/* A port given within the address wins over --port. */
+		if (listen_ss.ss_family == AF_INET)
+			cfg.port = ntohs(
+				((struct sockaddr_in *)&listen_ss)->sin_port);
+		else if (listen_ss.ss_family == AF_INET6)
+			cfg.port = ntohs(
+				((struct sockaddr_in6 *)&listen_ss)->sin6_port);
+		cfg.listen_addr = (const struct sockaddr *)&listen_ss;
+		cfg.listen_str = listen_str;
+	}
+	cfg.log = quiet ? NULL : stderr;
+	cfg.log_prefix = TOOL_NAME ": ";
+
+	ctx = tool_srv_start(&cfg);
+	if (!ctx)
+		return TOOL_EXIT_FAIL;
+	if (stats_file) {
+		ret = srv_write_stats(ctx, stats_file);
+		if (ret) {
+			tool_err("cannot write --stats-file '%s': %s",
+				 stats_file, strerror(-ret));
+			tool_srv_stop(ctx);
+			return TOOL_EXIT_FAIL;
+		}
+	}
+	printf("listening on port %u\n", ibtrs_srv_get_port(ctx));
+	fflush(stdout);
+
+	if (stats_file) {
+		while (!(
+			sig = tool_signal_wait(SRV_STATS_INTERVAL_MS, &from))) {
+			ret = srv_write_stats(ctx, stats_file);
+			if (ret && !stats_warned)
+				tool_err(
+					"warning: cannot write --stats-file '%s': %s",
+					stats_file, strerror(-ret));
+			stats_warned = stats_warned || ret;
+		}
+	} else {
+		sig = tool_signal_wait(-1, &from);
+	}
+	if (!quiet) {
+		if (from)
+			fprintf(stderr,
+				"%s: %s received from pid %d, shutting down\n",
+				TOOL_NAME, strsignal(sig), (int)from);
+		else
+			fprintf(stderr, "%s: %s received, shutting down\n",
+				TOOL_NAME, strsignal(sig));
+	}
+	if (stats_file) {
+		ret = srv_write_stats(ctx, stats_file);
+		if (ret)
+			tool_err("warning: cannot write --stats-file '%s': %s",
+				 stats_file, strerror(-ret));
+	}
+	tool_srv_stop(ctx);
+	return TOOL_EXIT_OK;
+}

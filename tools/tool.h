@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tool.h - declarations shared by the parts of the ibtrs command-line tool:
+ * the block protocol spoken between "ibtrs bench" and "ibtrs server", option
+ * parsing helpers, the server and the benchmark engine.
+ */
+#ifndef IBTRS_TOOL_H
+#define IBTRS_TOOL_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "ibtrs.h"
+
+#define TOOL_NAME "ibtrs"
+
+/* Exit statuses of every subcommand. */
+enum {
+	TOOL_EXIT_OK = 0,
+	TOOL_EXIT_FAIL = 1,
+	TOOL_EXIT_USAGE = 2,
+};
+
+/* Size of the memory "disk" the server keeps for every session. */
+#define TOOL_TARGET_SIZE (64ULL << 20)
+
+/**
+ * struct tool_blk_msg - user message of every request of the block protocol
+ * @offset: byte offset into the session's target, little endian
+ * @len: number of data bytes, equal to the request's data length, little
+ *       endian
+ * @flags: must be 0 (TOOL_BLK_FLAGS_MASK lists the known flags)
+ * @req_id: identifier of the request, unique per client instance, little
+ *          endian: a random 32-bit instance id in the high half and a
+ *          sequence number (from 1) in the low half; 0 for none
+ *
+ * A WRITE stores its data at @offset, a READ returns the @len bytes stored
+ * at @offset (zeros where nothing was written). A request beyond the end of
+ * the target fails with -EINVAL. The server counts requests whose @req_id it
+ * has seen before: a request that ran twice. A message of
+ * TOOL_BLK_MSG_V1_SIZE bytes (without @req_id) is still accepted.
+ */
+struct tool_blk_msg {
+	uint64_t offset;
+	uint32_t len;
+	uint32_t flags;
+	uint64_t req_id;
+};
+
+#define TOOL_BLK_FLAGS_MASK 0u
+#define TOOL_BLK_MSG_V1_SIZE 16
+
+_Static_assert(sizeof(struct tool_blk_msg) == 24,
+	       "struct tool_blk_msg must be 24 bytes on the wire");
+_Static_assert(offsetof(struct tool_blk_msg, req_id) == TOOL_BLK_MSG_V1_SIZE,
+	       "req_id must follow the 16-byte first version of the message");
+
+/*
+ * util.c
+ */
+
+void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int tool_opt_error(const char *cmd, int c, char *const argv[],
+		   const struct option *longopts);
+int tool_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tool_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tool_parse_seconds(const char *s, double *out);
+uint64_t tool_now_ns(void);
+uint64_t tool_random64(void);
+void tool_json_str(FILE *f, const char *s);
+void tool_signals_init(void);
+int tool_signal_wait(int timeout_ms, pid_t *from);
+
+/*
+ * server.c
+ */
+
+/**
+ * struct tool_srv_cfg - configuration of the built-in memory target server
+ * @port: TCP port, 0 for any free one
+ * @listen_addr: address to listen on, NULL for every address
+ * @listen_str: @listen_addr as text for messages, NULL for every address
+ * @queue_depth: chunks per session, 0 for the library default
+ * @max_io_size: largest request, 0 for the library default
+ * @hb_timeout_ms: heartbeat timeout, 0 for the library default
+ * @grace_ms: how long a session without paths is kept, -1 for the library
+ *            default
+ * @backing_file: file holding one target shared by every session, NULL for
+ *                a memory target per session
+ * @log: stream for connect/disconnect messages, NULL for none
+ * @log_prefix: prefix of those messages
+ */
+struct tool_srv_cfg {
+	uint16_t port;
+	const struct sockaddr *listen_addr;
+	const char *listen_str;
+	uint32_t queue_depth;
+	uint32_t max_io_size;
+	uint32_t hb_timeout_ms;
+	int64_t grace_ms;
+	const char *backing_file;
+	FILE *log;
+	const char *log_prefix;
+};
+
+/* Request ids the server remembers at most for duplicate detection. */
+#define TOOL_SRV_MAX_IDS (16u << 20)
+
+/**
+ * struct tool_srv_stats - counters of the server
+ * @requests: requests given to the request callback
+ * @duplicates: of those, requests whose id had been seen before (ran twice)
+ * @ids: request ids remembered
+ * @ids_full: TOOL_SRV_MAX_IDS ids are remembered, later ones are not
+ *            checked
+ * @lib: the library's counters (ibtrs_srv_get_stats())
+ */
+struct tool_srv_stats {
+	uint64_t requests;
+	uint64_t duplicates;
+	uint64_t ids;
+	bool ids_full;
+	struct ibtrs_srv_stats lib;
+};
+
+struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg);
+void tool_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct tool_srv_stats *st);
+void tool_srv_stop(struct ibtrs_srv_ctx *ctx);
+int cmd_server(int argc, char *argv[]);
+void usage_server(FILE *f);
+
+/*
+ * bench.c
+ */
+
+enum bench_rw {
+	BENCH_READ,
+	BENCH_WRITE,
+	BENCH_RANDRW,
+};
+
+/**
+ * struct bench_tick - progress of a running benchmark, once per second
+ * @elapsed: seconds since the start
+ * @iops: requests completed per second during the last interval
+ * @mbps: data rate of the last interval, 1e6 bytes per second
+ * @ops: requests completed since the start
+ * @p99_us: 99th percentile latency of the last interval, microseconds
+ * @errors: failed requests since the start
+ * @verify_failures: reads that returned wrong data since the start
+ * @sess: the session (for ibtrs_clt_inject_fault() and the like)
+ * @path_cnt: number of valid @path_ops and @path_state entries
+ * @path_ops: per path, requests completed during the last interval
+ * @path_state: per path, its state now
+ */
+struct bench_tick {
+	double elapsed;
+	double iops;
+	double mbps;
+	double p99_us;
+	uint64_t ops;
+	uint64_t errors;
+	uint64_t verify_failures;
+	struct ibtrs_clt *sess;
+	size_t path_cnt;
+	uint64_t path_ops[IBTRS_MAX_PATHS];
+	enum ibtrs_path_state path_state[IBTRS_MAX_PATHS];
+};
+
+typedef void(bench_progress_fn)(void *arg, const struct bench_tick *tick);
+
+/**
+ * struct bench_cfg - what to run
+ * @paths: path strings as accepted by ibtrs_addr_to_sockaddr()
+ * @path_cnt: number of @paths
+ * @port: server port used where a path names none
+ * @rw: request mix
+ * @bs: data bytes of every request
+ * @qd: requests in flight over all threads
+ * @threads: submitter threads
+ * @time_s: run time in seconds
+ * @verify: write patterns and check what is read back
+ * @quiet: do not report individual failures on stderr
+ * @sessname: session name, NULL for a generated one
+ * @policy: multipath policy (enum ibtrs_mp_policy)
+ * @hb_timeout_ms: heartbeat timeout, 0 for the library default
+ * @reconnect_delay_s: seconds between reconnect tries
+ * @max_reconnects: reconnect tries of a failed path, -1 forever
+ * @failover_timeout_ms: failover timeout, 0 for the library default
+ * @events: fill the result's event log
+ * @progress: called once per second from the calling thread, or NULL
+ * @progress_arg: passed to @progress
+ */
+struct bench_cfg {
+	const char *const *paths;
+	size_t path_cnt;
+	uint16_t port;
+	enum bench_rw rw;
+	uint32_t bs;
+	uint32_t qd;
+	uint32_t threads;
+	double time_s;
+	bool verify;
+	bool quiet;
+	const char *sessname;
+	int policy;
+	uint32_t hb_timeout_ms;
+	uint8_t reconnect_delay_s;
+	int16_t max_reconnects;
+	uint32_t failover_timeout_ms;
+	bool events;
+	bench_progress_fn *progress;
+	void *progress_arg;
+};
+
+/**
+ * struct bench_path_res - counters of one path at the end of a run
+ * @addr: destination address as text
+ * @state: path state as text
+ * @ops: requests completed on the path (@rd_ops + @wr_ops)
+ * @rd_ops, @wr_ops, @errors, @failovers, @reconnect_attempts, @reconnects,
+ * @hb_rtt_us, @lat_p50_us, @lat_p99_us, @lat_p999_us: as in struct
+ *     ibtrs_path_stats
+ */
+struct bench_path_res {
+	char addr[128];
+	char state[32];
+	uint64_t ops;
+	uint64_t rd_ops;
+	uint64_t wr_ops;
+	uint64_t errors;
+	uint64_t failovers;
+	uint64_t reconnect_attempts;
+	uint64_t reconnects;
+	uint64_t hb_rtt_us;
+	uint64_t lat_p50_us;
+	uint64_t lat_p99_us;
+	uint64_t lat_p999_us;
+};
+
+/**
+ * struct bench_res - result of a run
+ * @time_s: measured run time in seconds
+ * @iops: completed requests per second
+ * @mbps: data rate, 1e6 bytes per second
+ * @p50_us: median latency in microseconds
+ * @p99_us: 99th percentile latency in microseconds
+ * @p999_us: 99.9th percentile latency in microseconds
+ * @ops: successful requests (@read_ops + @write_ops)
+ * @read_ops: successful READs
+ * @write_ops: successful WRITEs
+ * @bytes: data bytes of the successful requests
+ * @errors: failed requests
+ * @verify_failures: READs whose data did not match
+ * @verified: READs whose data was checked
+ * @submitted: requests submitted (their confirmation was due)
+ * @lost: submitted requests whose confirmation never ran
+ * @max_gap_ms: longest time during the run, after the first completion, in
+ *              which no request completed successfully
+ * @policy: the session's multipath policy at the end, as text
+ * @path_cnt: number of valid @paths entries
+ * @paths: per-path counters
+ * @event_cnt: number of valid @events entries (cfg->events only)
+ * @events: the session's event log at the end, oldest first
+ */
+struct bench_res {
+	double time_s;
+	double iops;
+	double mbps;
+	double p50_us;
+	double p99_us;
+	double p999_us;
+	uint64_t ops;
+	uint64_t read_ops;
+	uint64_t write_ops;
+	uint64_t bytes;
+	uint64_t errors;
+	uint64_t verify_failures;
+	uint64_t verified;
+	uint64_t submitted;
+	uint64_t lost;
+	double max_gap_ms;
+	char policy[32];
+	size_t path_cnt;
+	struct bench_path_res paths[IBTRS_MAX_PATHS];
+	size_t event_cnt;
+	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
+};
+
+const char *bench_rw_str(enum bench_rw rw);
+void bench_cfg_init(struct bench_cfg *cfg);
+void bench_print_event(FILE *f, const struct ibtrs_event *ev);
+int bench_run(const struct bench_cfg *cfg, struct bench_res *res);
+int cmd_bench(int argc, char *argv[]);
+void usage_bench(FILE *f);
+
+/*
+ * demo.c
+ */
+
+int cmd_demo(int argc, char *argv[]);
+void usage_demo(FILE *f);
+
+#endif /* IBTRS_TOOL_H */
