@@ -478,6 +478,9 @@ static void clt_con_err(struct ibtrs_xprt_con *xcon, int err)
 		pthread_mutex_unlock(&path->info_lock);
 		return;
 	}
+	/* A cut cable brings no reset either: the heartbeat will tell. */
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+		return;
 	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
 		 strerror(-err));
 	path_fail(path, why);
