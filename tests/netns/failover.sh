@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Multipath failure tests in network namespaces.
+#
+# A client namespace and a server namespace joined by two veth pairs, one
+# per path. `ibtrs bench --verify` runs at QD 32 over both paths while a
+# path fails: its link goes down and up again, its packets are dropped by
+# nftables while the link stays up, the server is killed with SIGKILL and
+# restarted. Every scenario must end with zero failed, zero lost and zero
+# run-twice requests, all data verified, and the failed path carrying load
+# again; it prints the detection time and the longest I/O gap.
+#
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir. Exit 77 without root
+# or network namespaces. Only addresses inside the namespaces made here are
+# used; everything made is removed on exit.
+set -u
+tool=$1
+tag=$$
+C=ibtrs-c-$tag
+S=ibtrs-s-$tag
+port=7000
+tmp=$(mktemp -d /tmp/ibtrs-netns.XXXXXX)
+srv_pid=
+failed=0
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+cleanup() {
+	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
+	ip netns pids "$C" 2>/dev/null | xargs -r kill -9 2>/dev/null
+	ip netns pids "$S" 2>/dev/null | xargs -r kill -9 2>/dev/null
+	ip netns del "$C" 2>/dev/null
+	ip netns del "$S" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" -eq 0 ] || skip "needs root"
+command -v ip >/dev/null || skip "needs iproute2"
+command -v python3 >/dev/null || skip "needs python3"
+ip netns add "$C" 2>/dev/null || skip "cannot create network namespaces"
+ip netns add "$S" || skip "cannot create network namespaces"
+
+for i in 0 1; do
+	ip link add "ic$i-$tag" type veth peer name "is$i-$tag" ||
+		skip "cannot create veth pairs"
+	ip link set "ic$i-$tag" netns "$C"
+	ip link set "is$i-$tag" netns "$S"
+	ip -n "$C" addr add "10.250.$i.1/24" dev "ic$i-$tag"
+	ip -n "$S" addr add "10.250.$i.2/24" dev "is$i-$tag"
+	ip -n "$C" link set "ic$i-$tag" up
+	ip -n "$S" link set "is$i-$tag" up
+done
+ip -n "$C" link set lo up
+ip -n "$S" link set lo up
+
+now() { date +%s.%N; }
+
+# start_server NAME: the target is $tmp/NAME.disk, kept across restarts
+# within one scenario so that a killed server's data survives.
+start_server() {
+	ip netns exec "$S" "$tool" server --port "$port" --quiet \
+		--hb-timeout 1000 --backing-file "$tmp/$1.disk" \
+		--stats-file "$tmp/srv-stats.json" >"$tmp/srv.out" 2>&1 &
+	srv_pid=$!
+	for _ in $(seq 100); do
+		grep -q "listening" "$tmp/srv.out" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "server did not start"; cat "$tmp/srv.out"
+	return 1
+}
+
+stop_server() {
+	[ -n "$srv_pid" ] || return 0
+	kill -TERM "$srv_pid" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -9 "$srv_pid" 2>/dev/null
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+}
+
+# run_bench NAME SECONDS: bench in the client namespace, in the background.
+run_bench() {
+	ip netns exec "$C" "$tool" bench --path ip:10.250.0.2 \
+		--path ip:10.250.1.2 --port "$port" --qd 32 --threads 2 \
+		--time "$2" --verify --json --events --interval-json \
+		--hb-timeout 1000 --reconnect-delay 0 --quiet \
+		>"$tmp/$1.json" 2>"$tmp/$1.err" &
+	bench_pid=$!
+}
+
+# check NAME T_FAULT: the verdict of one scenario.
+check() {
+	local name=$1 t_fault=$2 rc=$3
+	python3 - "$tmp/$name.json" "$tmp/$name.err" "$tmp/srv-stats.json" \
+		"$t_fault" "$rc" "$name" <<'EOF'
+import json, sys
+out, err, stats, t_fault, rc, name = sys.argv[1:]
+t_fault = float(t_fault)
+ok = True
+def fail(msg):
+    global ok
+    ok = False
+    print(f"FAIL {name}: {msg}")
+try:
+    d = json.load(open(out))
+except Exception as e:
+    print(f"FAIL {name}: no JSON from bench ({e})")
+    print(open(err).read()[-2000:])
+    sys.exit(1)
+if rc != "0":
+    fail(f"bench exit status {rc}")
+for k in ("errors", "verify_failures", "lost"):
+    if d.get(k) != 0:
+        fail(f"{k} = {d.get(k)}")
+if d.get("ops", 0) <= 0:
+    fail("no I/O")
+p1 = d["paths"][1]
+if p1["reconnects"] < 1:
+    fail(f"path 1 did not reconnect: {p1}")
+if p1["state"] != "connected":
+    fail(f"path 1 ends {p1['state']}")
+# Load on path 1 again in the last two seconds.
+lines = [json.loads(l) for l in open(err) if l.startswith("{")]
+tail = lines[-3:-1] if len(lines) >= 3 else lines
+if not tail or sum(l["paths"][1] for l in tail) == 0:
+    fail("path 1 carries no load after the reconnect")
+# Detection: the first event about path 1 going away after the fault.
+det = None
+for e in d.get("events", []):
+    if e["path"] == 1 and e["ts"] >= t_fault and "connected ->" in e["msg"]:
+        det = e["ts"] - t_fault
+        print(f"{name}: path 1: {e['msg']}")
+        break
+if det is None:
+    fail("no path-down event for path 1")
+else:
+    print(f"{name}: detection time {det * 1000:.0f} ms")
+print(f"{name}: longest I/O gap {d['max_gap_ms']:.0f} ms, "
+      f"{d['ops']} ops, {d['iops']:.0f} IOPS, "
+      f"path 1 failovers {p1['failovers']} reconnects {p1['reconnects']}, "
+      f"path 0 failovers {d['paths'][0]['failovers']}")
+try:
+    s = json.load(open(stats))
+    print(f"{name}: server: requests {s['requests']} run twice {s['duplicates']} replays {s['replays']}")
+    if s["duplicates"] != 0:
+        fail(f"server ran {s['duplicates']} requests twice")
+except Exception as e:
+    fail(f"no server stats ({e})")
+sys.exit(0 if ok else 1)
+EOF
+	[ $? -eq 0 ] || failed=$((failed + 1))
+}
+
+scenario_link() {
+	start_server link || return 1
+	run_bench link 10
+	sleep 3
+	local t=$(now)
+	ip -n "$C" link set "ic1-$tag" down
+	sleep 3
+	ip -n "$C" link set "ic1-$tag" up
+	wait "$bench_pid"
+	local rc=$?
+	stop_server
+	check link "$t" "$rc"
+}
+
+scenario_drop() {
+	command -v nft >/dev/null || {
+		echo "FAIL drop: nft missing"
+		failed=$((failed + 1))
+		return
+	}
+	start_server drop || return 1
+	run_bench drop 10
+	sleep 3
+	local t=$(now)
+	ip netns exec "$C" nft -f - <<EOF
+table inet ibtrs_drop {
+	chain out { type filter hook output priority 0; ip daddr 10.250.1.2 drop; }
+	chain in { type filter hook input priority 0; ip saddr 10.250.1.2 drop; }
+}
+EOF
+	sleep 3
+	ip netns exec "$C" nft delete table inet ibtrs_drop
+	wait "$bench_pid"
+	local rc=$?
+	stop_server
+	check drop "$t" "$rc"
+}
+
+scenario_kill() {
+	start_server kill || return 1
+	run_bench kill 10
+	sleep 3
+	local t=$(now)
+	kill -9 "$srv_pid"
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+	sleep 1
+	start_server kill || return 1
+	wait "$bench_pid"
+	local rc=$?
+	stop_server
+	check kill "$t" "$rc"
+}
+
+scenario_link
+scenario_drop
+scenario_kill
+
+echo "netns failover: $((3 - failed)) passed, $failed failed"
+[ "$failed" -eq 0 ]
