@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The whole test suite: a warnings-as-errors build, then the CTest suite in
+# that build, under ASan+UBSan and under TSan, and a clang-format check.
+# Installs missing Debian packages first. IBTRS_TEST_QUICK=1 runs only the
+# first build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+ibtrs_need_pkgs "${IBTRS_BUILD_PKGS[@]}" "${IBTRS_TEST_PKGS[@]}" || exit 1
+
+jobs=$(nproc)
+failed=0
+passed=0
+
+run_suite() { # name cmake-args...
+	local name=$1 dir=build-test-$1
+	shift
+	echo "=== $name: build"
+	if ! cmake -S . -B "$dir" -DIBTRS_WERROR=ON "$@" >"$dir.log" 2>&1 ||
+		! cmake --build "$dir" -j"$jobs" >>"$dir.log" 2>&1; then
+		cat "$dir.log"
+		echo "=== $name: build FAILED"
+		failed=$((failed + 1))
+		return
+	fi
+	echo "=== $name: tests"
+	if (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300); then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+}
+
+echo "=== clang-format"
+bad=$(git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>&1 | grep -c 'error:' || true)
+if [ "$bad" != 0 ]; then
+	git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>&1 | head -40
+	echo "=== clang-format: $bad problems"
+	failed=$((failed + 1))
+else
+	passed=$((passed + 1))
+fi
+
+run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+	run_suite asan -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=address,undefined
+	run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=thread
+fi
+
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
