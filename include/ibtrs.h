@@ -131,8 +131,11 @@ ibtrs_clt_open(void *priv, link_clt_ev_fn *link_ev, const char *sessname,
  * ibtrs_clt_close() - close a session and free it
  * @sess: the session, or NULL
  *
- * Every request still in flight completes with -ECONNABORTED before this
- * returns; when it returns no callback of the session runs or will run.
+ * Tells the server the session ends and waits briefly (300 ms at most)
+ * for it to close the paths; answers that arrive meanwhile complete their
+ * requests normally, and every request still in flight then completes
+ * with -ECONNABORTED. When it returns no callback of the session runs or
+ * will run.
  * Tags still held by the caller become invalid.
  *
  * Context: blocks. Must not be called from a callback of the same session.
@@ -685,7 +688,7 @@ int ibtrs_clt_set_policy(struct ibtrs_clt *sess, int policy);
  * ibtrs_clt_get_policy() - the multipath policy of a session
  * @sess: the session
  *
- * Return: an enum ibtrs_mp_policy value.
+ * Return: an enum ibtrs_mp_policy value, -EINVAL for a NULL @sess.
  */
 int ibtrs_clt_get_policy(struct ibtrs_clt *sess);
 
@@ -711,7 +714,7 @@ int ibtrs_clt_add_path(struct ibtrs_clt *sess, const struct ibtrs_addr *addr);
  * @idx: path index
  *
  * New requests stop going to the path; the requests in flight on it finish
- * (or, after the failover timeout, move to another path); then the path is
+ * (those still running after 5 s move to another path); then the path is
  * closed and its state becomes IBTRS_PATH_DEAD. Indexes of other paths do
  * not change.
  *

@@ -274,10 +274,11 @@ static struct clt_con *pick_con(struct clt_path *path,
 }
 
 /*
- * Post @req on @path; path->lock held for reading, path connected. A
- * replay keeps the generation so that the server recognises it.
+ * Post @req on @path; path->lock held for reading, path connected. Every
+ * post of one request, replays after a failover included, carries the
+ * same generation, so that the server recognises a replay.
  */
-int clt_req_post(struct clt_path *path, struct clt_req *req, bool replay)
+int clt_req_post(struct clt_path *path, struct clt_req *req)
 {
 	struct ibtrs_clt *sess = path->sess;
 	const struct ibtrs_desc *rbuf = &path->rbufs[req->mem_id];
@@ -292,8 +293,6 @@ int clt_req_post(struct clt_path *path, struct clt_req *req, bool replay)
 	uint32_t imm;
 	int ret;
 
-	if (!replay)
-		req->gen++;
 	t.gen = req->gen;
 	if (req->dir == IBTRS_READ && req->data_len) {
 		ret = sess->ops->mr_map(req->mr, req->sg, req->sg_cnt);
@@ -382,6 +381,7 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	req->data_len = (uint32_t)len;
 	req->start_ns = ibtrs_now_ns();
 	req->deadline_ns = 0;
+	req->gen++; /* a new request; every post of it carries this */
 
 	n = atomic_load(&sess->path_cnt);
 	for (try = 0; try < n; try++) {
@@ -393,7 +393,7 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		path = sess->paths[idx];
 		pthread_rwlock_rdlock(&path->lock);
 		if (atomic_load(&path->state) == IBTRS_PATH_CONNECTED)
-			ret = clt_req_post(path, req, try > 0);
+			ret = clt_req_post(path, req);
 		else
 			ret = -ENOTCONN;
 		pthread_rwlock_unlock(&path->lock);

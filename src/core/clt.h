@@ -223,7 +223,7 @@ struct ibtrs_clt {
 /* clt.c */
 void clt_req_complete(struct clt_req *req, int err);
 bool clt_req_claim(struct clt_req *req);
-int clt_req_post(struct clt_path *path, struct clt_req *req, bool replay);
+int clt_req_post(struct clt_path *path, struct clt_req *req);
 int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude);
 void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -113,7 +113,7 @@ static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
 		path = sess->paths[idx];
 		pthread_rwlock_rdlock(&path->lock);
 		if (path_state(path) == IBTRS_PATH_CONNECTED)
-			ret = clt_req_post(path, req, true);
+			ret = clt_req_post(path, req);
 		pthread_rwlock_unlock(&path->lock);
 		if (!ret)
 			return;
@@ -290,7 +290,8 @@ void clt_path_close(struct clt_path *path)
  */
 void clt_path_say_close(struct clt_path *path)
 {
-	if (path_state(path) == IBTRS_PATH_CONNECTED && path->cons[0].xcon)
+	if (path_state(path) == IBTRS_PATH_CONNECTED && path->cons[0].xcon &&
+	    atomic_load(&path->fault) != IBTRS_FAULT_DROP)
 		path->sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
 					    ibtrs_imm_hb(IBTRS_IMM_CLOSE), 0,
 					    IBTRS_XPRT_IMM);
@@ -313,8 +314,15 @@ static void path_up_fn(void *arg)
 	struct clt_path *path = arg;
 	struct ibtrs_clt *sess = path->sess;
 
+	if (atomic_load(&path->no_reconnect)) {
+		/* Disconnected on request while it was connecting. */
+		disconnect_cons(path);
+		path_change(path, IBTRS_PATH_CLOSED, "disconnected on request");
+		return;
+	}
 	if (path_change(path, IBTRS_PATH_CONNECTED, "connected"))
 		return;
+	atomic_store(&path->hb_rtt_ns, 0);
 	path->last_rx_ns = ibtrs_now_ns();
 	path->last_hb_tx_ns = 0;
 	path->hb_sent_ns = 0;

@@ -15,7 +15,8 @@
  *   path add SESS ADDR | path remove|reconnect|disconnect SESS IDX
  *   fault SESS IDX none|drop|delay|close [ARG]
  *   stats reset [SESS]
- * Answers to commands are {"ok":true} or {"ok":false,"error":"..."}.
+ * Answers to commands are {"ok":true,"result":N} (N: the call's return
+ * value, e.g. the index of an added path) or {"ok":false,"error":"..."}.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -342,6 +343,24 @@ static void *ctl_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* start and stop                                                       */
 
+/* The directory must be ours and closed to others (root's is root's). */
+static int check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		ibtrs_log(
+			IBTRS_LOG_WARN,
+			"control socket: %s is not a directory of this user closed to others",
+			dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int ctl_start(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -353,6 +372,9 @@ static int ctl_start(void)
 		return ret;
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
+	ret = check_dir(dir);
+	if (ret)
+		return ret;
 	ctl_clean_stale(dir);
 	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir,
 		     (int)getpid());
