@@ -822,6 +822,22 @@ int ibtrs_clt_inject_fault(struct ibtrs_clt *sess, unsigned int idx,
 			   enum ibtrs_fault_type type, unsigned int arg);
 
 /**
+ * ibtrs_control_dir() - the directory of the control sockets
+ * @buf: filled with the NUL-terminated path
+ * @len: size of @buf
+ *
+ * Each process with an open session or server context answers on
+ * <dir>/<pid>.sock: $IBTRS_RUNTIME_DIR if set, else /run/ibtrs for root,
+ * else $XDG_RUNTIME_DIR/ibtrs, else /tmp/ibtrs-<uid>. One request line,
+ * one JSON line back: "status", "policy SESS POLICY", "path add SESS ADDR",
+ * "path remove|reconnect|disconnect SESS IDX", "fault SESS IDX TYPE [ARG]",
+ * "stats reset [SESS]" (see ibtrs(7)).
+ *
+ * Return: 0, -ENAMETOOLONG when @buf is too small.
+ */
+int ibtrs_control_dir(char *buf, size_t len);
+
+/**
  * enum ibtrs_log_level - log levels; a message is emitted when its level is
  * at most the current level
  */

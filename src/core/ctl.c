@@ -55,6 +55,11 @@ static int ctl_stop[2] = { -1, -1 };
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static bool ctl_atexit_done;
 
+int ibtrs_control_dir(char *buf, size_t len)
+{
+	return buf ? ibtrs_ctl_runtime_dir(buf, len) : -EINVAL;
+}
+
 int ibtrs_ctl_runtime_dir(char *buf, size_t len)
 {
 	const char *env = getenv("IBTRS_RUNTIME_DIR");
