@@ -116,6 +116,7 @@ struct bench_thread {
 	struct bench_req *free;
 	unsigned int qd;
 	unsigned int inflight;
+	bool waiting; /* the submitter sleeps on @cond for free slots */
 	uint64_t first_blk;
 	uint64_t nblks;
 	uint8_t *busy;
@@ -376,6 +377,12 @@ bench_report(struct bench *b, const char *fmt, ...)
  * @req: the slot
  * @lat_ns: latency to record, 0 for none
  */
+/* Slots freed before the submitter is woken: an eighth of the depth. */
+static unsigned int bench_batch(const struct bench_thread *t)
+{
+	return t->qd >= 8 ? t->qd / 8 : 1;
+}
+
 static void bench_req_done(struct bench_thread *t, struct bench_req *req,
 			   uint64_t lat_ns)
 {
@@ -388,7 +395,14 @@ static void bench_req_done(struct bench_thread *t, struct bench_req *req,
 	req->next = t->free;
 	t->free = req;
 	t->inflight--;
-	pthread_cond_broadcast(&t->cond);
+	/*
+	 * Wake the submitter once a batch of slots is free, not for every
+	 * completion: one wake-up then refills many requests. The drain
+	 * waits for the last one.
+	 */
+	if (!t->inflight ||
+	    (t->waiting && t->qd - t->inflight >= bench_batch(t)))
+		pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -497,8 +511,11 @@ static struct bench_req *bench_take_slot(struct bench_thread *t)
 	uint64_t blk;
 
 	pthread_mutex_lock(&t->lock);
-	while (t->inflight >= t->qd && !bench_stopping(t->b))
+	while (t->inflight >= t->qd && !bench_stopping(t->b)) {
+		t->waiting = true;
 		pthread_cond_wait(&t->cond, &t->lock);
+		t->waiting = false;
+	}
 	if (bench_stopping(t->b)) {
 		pthread_mutex_unlock(&t->lock);
 		return NULL;
