@@ -149,11 +149,13 @@ int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
 	sess->tag_stride = (TAG_HDR_SIZE + sess->pdu_sz + 15) & ~(size_t)15;
 	sess->tags = aligned_alloc(16, sess->tag_stride * sess->queue_depth);
 	sess->reqs = calloc(sess->queue_depth, sizeof(*sess->reqs));
-	sess->free_tags = calloc(sess->queue_depth, sizeof(uint32_t));
 	sess->sg_mem = calloc((size_t)sess->queue_depth * sess->max_segments,
 			      sizeof(struct iovec));
-	if (!sess->tags || !sess->reqs || !sess->free_tags || !sess->sg_mem)
+	if (!sess->tags || !sess->reqs || !sess->sg_mem)
 		return -ENOMEM;
+	ret = ibtrs_tags_init(&sess->tag_ids, sess->queue_depth, 0);
+	if (ret)
+		return ret;
 	memset(sess->tags, 0, sess->tag_stride * sess->queue_depth);
 	for (i = 0; i < sess->queue_depth; i++) {
 		struct ibtrs_tag *tag = tag_at(sess, i);
@@ -169,10 +171,7 @@ int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
 					  &req->mr);
 		if (ret)
 			return ret;
-		/* Hand the tags out from 0 upwards. */
-		sess->free_tags[i] = sess->queue_depth - 1 - i;
 	}
-	sess->nr_free = sess->queue_depth;
 	sess->have_geometry = true;
 	return 0;
 }
@@ -181,28 +180,19 @@ struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
 				    enum ibtrs_clt_con_type con_type, int wait)
 {
 	struct ibtrs_tag *tag;
-	uint32_t id;
+	int id;
 
 	if (!sess || (con_type != IBTRS_USR_CON && con_type != IBTRS_IO_CON) ||
 	    (wait != IBTRS_TAG_WAIT && wait != IBTRS_TAG_NOWAIT)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_mutex_lock(&sess->tag_lock);
-	sess->tag_waiters++;
-	while (!sess->nr_free && !sess->closing && wait == IBTRS_TAG_WAIT)
-		pthread_cond_wait(&sess->tag_cond, &sess->tag_lock);
-	sess->tag_waiters--;
-	if (sess->closing || !sess->nr_free) {
-		errno = sess->closing ? ECONNABORTED : EAGAIN;
-		/* ibtrs_clt_close() waits for the last waiter to leave. */
-		pthread_cond_broadcast(&sess->tag_cond);
-		pthread_mutex_unlock(&sess->tag_lock);
+	id = ibtrs_tags_get(&sess->tag_ids, wait == IBTRS_TAG_WAIT);
+	if (id < 0) {
+		errno = -id;
 		return NULL;
 	}
-	id = sess->free_tags[--sess->nr_free];
-	pthread_mutex_unlock(&sess->tag_lock);
-	tag = tag_at(sess, id);
+	tag = tag_at(sess, (uint32_t)id);
 	tag->con_type = con_type;
 	atomic_store(&tag->held, true);
 	return tag;
@@ -221,10 +211,7 @@ void ibtrs_clt_put_tag(struct ibtrs_clt *sess, struct ibtrs_tag *tag)
 			     sess->sessname);
 		return;
 	}
-	pthread_mutex_lock(&sess->tag_lock);
-	sess->free_tags[sess->nr_free++] = tag->mem_id;
-	pthread_cond_signal(&sess->tag_cond);
-	pthread_mutex_unlock(&sess->tag_lock);
+	ibtrs_tags_put(&sess->tag_ids, tag->mem_id);
 }
 
 struct ibtrs_tag *ibtrs_tag_from_pdu(void *pdu)
@@ -441,8 +428,7 @@ static void sess_free(struct ibtrs_clt *sess)
 			sess->ops->mr_free(sess->reqs[i].mr);
 	if (sess->pd)
 		sess->ops->pd_free(sess->pd);
-	pthread_mutex_destroy(&sess->tag_lock);
-	pthread_cond_destroy(&sess->tag_cond);
+	ibtrs_tags_destroy(&sess->tag_ids);
 	pthread_mutex_destroy(&sess->paths_lock);
 	pthread_mutex_destroy(&sess->conn_lock);
 	pthread_cond_destroy(&sess->conn_cond);
@@ -450,7 +436,6 @@ static void sess_free(struct ibtrs_clt *sess)
 	free(sess->reqs);
 	free(sess->sg_mem);
 	free(sess->tags);
-	free(sess->free_tags);
 	free(sess);
 }
 
@@ -515,8 +500,6 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	sess->failover_timeout_ns = (uint64_t)o->failover_timeout_ms * 1000000;
 	atomic_init(&sess->policy, o->policy);
 	sess->pending_tail = &sess->pending;
-	pthread_mutex_init(&sess->tag_lock, NULL);
-	pthread_cond_init(&sess->tag_cond, NULL);
 	pthread_mutex_init(&sess->paths_lock, NULL);
 	pthread_mutex_init(&sess->conn_lock, NULL);
 	pthread_cond_init(&sess->conn_cond, NULL);
@@ -683,13 +666,10 @@ void ibtrs_clt_close(struct ibtrs_clt *sess)
 	if (!sess)
 		return;
 	ibtrs_ctl_unregister(&sess->ctl);
-	pthread_mutex_lock(&sess->tag_lock);
-	sess->closing = true;
-	pthread_cond_broadcast(&sess->tag_cond);
+	atomic_store(&sess->closing, true);
 	/* Callers still inside ibtrs_clt_get_tag() must leave first. */
-	while (sess->tag_waiters)
-		pthread_cond_wait(&sess->tag_cond, &sess->tag_lock);
-	pthread_mutex_unlock(&sess->tag_lock);
+	if (sess->have_geometry)
+		ibtrs_tags_shutdown(&sess->tag_ids);
 
 	clt_connector_stop(sess);
 	ibtrs_loop_call(sess->loop, sess_say_close, sess);

@@ -24,6 +24,7 @@
 #include "ctl.h"
 #include "loop.h"
 #include "path.h"
+#include "tags.h"
 #include "xprt.h"
 
 #define CLT_EXTRA_RECVS 16
@@ -207,11 +208,7 @@ struct ibtrs_clt {
 	char *tags;
 	struct clt_req *reqs;
 	struct iovec *sg_mem;
-	pthread_mutex_t tag_lock;
-	pthread_cond_t tag_cond;
-	uint32_t *free_tags; /* stack, under tag_lock */
-	uint32_t nr_free;
-	unsigned int tag_waiters; /* under tag_lock */
+	struct ibtrs_tags tag_ids;
 	_Atomic bool closing;
 
 	struct ctl_node ctl;

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tags.h - the tag allocator: ids 0..nr-1 in per-CPU shards, taken from
+ * the caller's CPU first and stolen from the others when it is empty, so
+ * that many submitting threads do not queue on one lock.
+ */
+#ifndef IBTRS_TAGS_H
+#define IBTRS_TAGS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define IBTRS_TAGS_MAX_SHARDS 64
+
+struct ibtrs_tag_shard {
+	pthread_mutex_t lock;
+	uint32_t *ids; /* stack of free ids, room for all */
+	uint32_t nr;
+} __attribute__((aligned(64)));
+
+struct ibtrs_tags {
+	struct ibtrs_tag_shard *shards;
+	unsigned int nr_shards;
+	uint32_t nr;
+	/* Sleepers: counted before they look, so a put never misses one. */
+	pthread_mutex_t wait_lock;
+	pthread_cond_t wait_cond;
+	_Atomic unsigned int waiters;
+	_Atomic bool shutdown; /* set under wait_lock */
+};
+
+/* @nr ids over @nr_shards shards (0: one per online CPU). */
+int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards);
+void ibtrs_tags_destroy(struct ibtrs_tags *t);
+/* An id, or -EAGAIN (none free, !wait) or -ECONNABORTED (shut down). */
+int ibtrs_tags_get(struct ibtrs_tags *t, bool wait);
+void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id);
+/* Fail every waiting and future get; returns when no caller waits. */
+void ibtrs_tags_shutdown(struct ibtrs_tags *t);
+/* Free ids now (a snapshot). */
+uint32_t ibtrs_tags_free_count(struct ibtrs_tags *t);
+
+#endif /* IBTRS_TAGS_H */
