@@ -1,0 +1,26 @@
+# ofi.cmake - the optional libfabric backend ("ofi").
+#
+# Included by the top CMakeLists.txt before the library targets exist. When
+# pkg-config finds libfabric, src/xprt/ofi/ofi.c joins the library and
+# IBTRS_HAVE_OFI registers the backend; without it the library builds
+# without the backend and the ofi tests skip (exit 77).
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+	pkg_check_modules(LIBFABRIC QUIET libfabric)
+endif()
+
+if(LIBFABRIC_FOUND)
+	list(APPEND IBTRS_LIB_SOURCES
+		${CMAKE_CURRENT_SOURCE_DIR}/src/xprt/ofi/ofi.c)
+	list(APPEND IBTRS_LIB_DEFINITIONS IBTRS_HAVE_OFI)
+	list(APPEND IBTRS_LIB_INCLUDES ${LIBFABRIC_INCLUDE_DIRS})
+	if(LIBFABRIC_LINK_LIBRARIES)
+		list(APPEND IBTRS_LIB_LIBRARIES ${LIBFABRIC_LINK_LIBRARIES})
+	else()
+		list(APPEND IBTRS_LIB_LIBRARIES ${LIBFABRIC_LDFLAGS})
+	endif()
+	set(IBTRS_PC_PRIVATE_LIBS "-lfabric")
+	message(STATUS "ofi backend: libfabric ${LIBFABRIC_VERSION}")
+else()
+	message(STATUS "ofi backend: libfabric not found, not built")
+endif()
