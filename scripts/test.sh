@@ -42,6 +42,20 @@ else
 fi
 
 run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# The functional, CLI and namespace tests again on the ofi backend
+# (libfabric's tcp provider here), when libfabric was found.
+if grep -q "^LIBFABRIC_FOUND:INTERNAL=1" build-test-release/CMakeCache.txt 2>/dev/null; then
+	echo "=== release, ofi backend: tests"
+	if (cd build-test-release && IBTRS_BACKEND=ofi IBTRS_OFI_PROVIDER=tcp \
+		ctest -j"$jobs" -L 'func|cli|netns' --output-on-failure --timeout 300); then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+else
+	echo "=== ofi backend: libfabric not found, not tested"
+fi
 if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
