@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# bench/selftest.sh IBTRS - smoke test of bench/compare against the ibtrs
+# binary IBTRS: one 1-second round of the ibtrs rows only (no peers, nothing
+# installed), then check that the table was printed with numbers and that the
+# raw JSON holds a figure for every ibtrs measurement.
+#
+# Exit status: 0 pass, 1 fail, 2 usage, 77 skip (no python3), for CTest's
+# SKIP_RETURN_CODE.
+
+if [ $# -ne 1 ]; then
+	echo "usage: $0 PATH-TO-ibtrs" >&2
+	exit 2
+fi
+bin=$1
+if ! command -v python3 >/dev/null 2>&1; then
+	echo "SKIP: python3 not found"
+	exit 77
+fi
+if [ ! -x "$bin" ]; then
+	echo "FAIL: $bin is not an executable" >&2
+	exit 1
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibtrs-bench-selftest.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP
+
+# The compare script bounds each of its processes; this bounds the whole.
+timeout -k 5 180 python3 "$here/compare" --quick --rounds 1 --time 1 \
+	--only ibtrs --no-install --ibtrs "$bin" --json "$tmp/raw.json" \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- stdout" >&2
+	cat "$tmp/out" >&2
+	echo "--- stderr" >&2
+	tail -n 20 "$tmp/err" >&2
+	exit 1
+}
+[ $rc -eq 0 ] || fail "bench/compare exited with status $rc"
+
+# Every ibtrs row of the comparison table carries a number in its ibtrs
+# column (e.g. "4 KiB WRITE QD64  k/s  147.5k  ...").
+for row in "4 KiB WRITE QD64" "4 KiB READ QD64" "128 KiB WRITE QD16" \
+	"128 KiB READ QD16" "QD1 4 KiB READ p50" "QD1 4 KiB READ p99" \
+	"4 KiB READ QD64, 4 threads" "4 KiB READ QD64, 16 threads"; do
+	line=$(grep -F -- "$row " "$tmp/out" | grep -v '^ofi:' | head -n 1)
+	[ -n "$line" ] || fail "row '$row' missing from the table"
+	rest=${line#"$row"}
+	echo "$rest" | grep -Eq '^ +(k/s|GB/s|us) +[0-9]+(\.[0-9]+)?k? ' ||
+		fail "row '$row' has no number: $line"
+done
+grep -q '^row ' "$tmp/out" || fail "table header missing"
+grep -q '^Load average' "$tmp/out" || fail "load average line missing"
+
+python3 - "$tmp/raw.json" <<'EOF' || fail "raw JSON check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+runs = d["rounds"][0]["runs"]
+want = ["ibtrs.w4k", "ibtrs.r4k", "ibtrs.w128k", "ibtrs.r128k", "ibtrs.lat",
+        "ibtrs.t4", "ibtrs.t16"]
+bad = [k for k in want if not (runs.get(k, {}).get("kiops", 0) > 0)]
+if bad:
+    sys.exit("no figure for %s" % ", ".join(bad))
+if runs["ibtrs.lat"]["p50"] <= 0:
+    sys.exit("QD1 p50 is not positive")
+EOF
+
+echo "PASS: bench/compare printed the table with ibtrs figures"
+exit 0
