@@ -751,6 +751,44 @@ int ibtrs_clt_disconnect_path(struct ibtrs_clt *sess, unsigned int idx);
  */
 int ibtrs_clt_reconnect_path(struct ibtrs_clt *sess, unsigned int idx);
 
+struct ibtrs_mem;
+
+#define IBTRS_MAX_MEM_REGS 64
+
+/**
+ * ibtrs_clt_mem_reg() - register memory for requests without a copy
+ * @sess: the session
+ * @addr: start of the memory
+ * @len: its length, > 0
+ *
+ * Backends that need registered memory (ofi: RDMA hardware) send a
+ * WRITE's data straight from @addr..@addr+@len when every data iovec of the
+ * request lies inside registered memory, and let the server write a READ's
+ * answer straight into it when the request has one data iovec inside it;
+ * other requests go through the backend's registered bounce buffers, a
+ * copy. The tcp backend never copies and needs no registration. The
+ * server may write anywhere in the region of a READ in flight, as with
+ * RTRS without always_invalidate.
+ *
+ * Return: the registration, or NULL with errno EINVAL, ENOSPC (more than
+ * IBTRS_MAX_MEM_REGS regions) or the backend's error.
+ *
+ * Context: may block; not from callbacks.
+ */
+struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
+				    size_t len);
+
+/**
+ * ibtrs_clt_mem_dereg() - undo ibtrs_clt_mem_reg()
+ * @sess: the session
+ * @mem: the registration, or NULL
+ *
+ * No request using the memory may be in flight.
+ *
+ * Context: may block; not from callbacks.
+ */
+void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem);
+
 /**
  * ibtrs_clt_reset_stats() - zero the counters and histograms of every path
  * @sess: the session

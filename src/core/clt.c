@@ -93,10 +93,11 @@ void clt_req_complete(struct clt_req *req, int err)
 {
 	struct clt_path *path = req->path;
 
-	if (req->dir == IBTRS_READ && req->data_len) {
+	if (req->mr_mapped) {
 		if (!err)
 			req->sess->ops->mr_sync(req->mr);
 		req->sess->ops->mr_unmap(req->mr);
+		req->mr_mapped = false;
 	}
 	if (path) {
 		if (err) {
@@ -154,6 +155,22 @@ int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
 	if (!sess->tags || !sess->reqs || !sess->sg_mem)
 		return -ENOMEM;
 	ret = ibtrs_tags_init(&sess->tag_ids, sess->queue_depth, 0);
+	if (ret)
+		return ret;
+	/*
+	 * The headers (user message and trailer) go out with every request:
+	 * registered once, so that a backend needing registration sends a
+	 * request from registered data without a copy.
+	 */
+	ret = sess->ops->mr_alloc(sess->pd, 1, &sess->reqs_mr);
+	if (!ret) {
+		struct iovec iov = {
+			.iov_base = sess->reqs,
+			.iov_len = sess->queue_depth * sizeof(*sess->reqs),
+		};
+
+		ret = sess->ops->mr_map(sess->reqs_mr, &iov, 1);
+	}
 	if (ret)
 		return ret;
 	memset(sess->tags, 0, sess->tag_stride * sess->queue_depth);
@@ -261,6 +278,33 @@ static struct clt_con *pick_con(struct clt_path *path,
 }
 
 /*
+ * A READ whose one destination iovec lies in registered memory is
+ * answered straight into it: the region's key, at the iovec's offset.
+ */
+static bool mem_desc(struct ibtrs_clt *sess, struct clt_req *req,
+		     struct ibtrs_desc *desc)
+{
+	const char *base = req->sg[0].iov_base;
+	struct ibtrs_mem *m;
+	bool found = false;
+
+	if (req->sg_cnt != 1 || !atomic_load(&sess->nr_mems))
+		return false;
+	pthread_rwlock_rdlock(&sess->mem_lock);
+	for (m = sess->mems; m; m = m->next) {
+		if (base >= m->addr && req->data_len <= m->len &&
+		    (size_t)(base - m->addr) <= m->len - req->data_len) {
+			desc->addr = m->mr->addr + (uint64_t)(base - m->addr);
+			desc->key = m->mr->key;
+			found = true;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&sess->mem_lock);
+	return found;
+}
+
+/*
  * Post @req on @path; path->lock held for reading, path connected. Every
  * post of one request, replays after a failover included, carries the
  * same generation, so that the server recognises a replay.
@@ -282,11 +326,14 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 
 	t.gen = req->gen;
 	if (req->dir == IBTRS_READ && req->data_len) {
-		ret = sess->ops->mr_map(req->mr, req->sg, req->sg_cnt);
-		if (ret)
-			return ret;
-		t.desc.addr = req->mr->addr;
-		t.desc.key = req->mr->key;
+		if (!mem_desc(sess, req, &t.desc)) {
+			ret = sess->ops->mr_map(req->mr, req->sg, req->sg_cnt);
+			if (ret)
+				return ret;
+			req->mr_mapped = true;
+			t.desc.addr = req->mr->addr;
+			t.desc.key = req->mr->key;
+		}
 		t.desc.len = req->data_len;
 	}
 	ibtrs_trailer_encode((struct ibtrs_trailer *)(req->hdr + req->usr_len),
@@ -316,8 +363,10 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	if (ret) {
 		atomic_store(&req->state, 0);
 		atomic_fetch_sub(&path->inflight, 1);
-		if (req->dir == IBTRS_READ && req->data_len)
+		if (req->mr_mapped) {
 			sess->ops->mr_unmap(req->mr);
+			req->mr_mapped = false;
+		}
 	}
 	return ret;
 }
@@ -426,8 +475,18 @@ static void sess_free(struct ibtrs_clt *sess)
 	if (sess->reqs)
 		for (i = 0; i < sess->queue_depth; i++)
 			sess->ops->mr_free(sess->reqs[i].mr);
+	if (sess->reqs_mr)
+		sess->ops->mr_free(sess->reqs_mr);
+	while (sess->mems) {
+		struct ibtrs_mem *m = sess->mems;
+
+		sess->mems = m->next;
+		sess->ops->mr_free(m->mr);
+		free(m);
+	}
 	if (sess->pd)
 		sess->ops->pd_free(sess->pd);
+	pthread_rwlock_destroy(&sess->mem_lock);
 	ibtrs_tags_destroy(&sess->tag_ids);
 	pthread_mutex_destroy(&sess->paths_lock);
 	pthread_mutex_destroy(&sess->conn_lock);
@@ -504,6 +563,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	pthread_mutex_init(&sess->conn_lock, NULL);
 	pthread_cond_init(&sess->conn_cond, NULL);
 	pthread_mutex_init(&sess->ev_lock, NULL);
+	pthread_rwlock_init(&sess->mem_lock, NULL);
 	return sess;
 }
 
@@ -545,7 +605,8 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 			  sess->sessname);
 		goto free_sess;
 	}
-	ret = sess->ops->pd_alloc(&sess->pd, IBTRS_MAX_QUEUE_DEPTH);
+	ret = sess->ops->pd_alloc(&sess->pd, IBTRS_MAX_QUEUE_DEPTH +
+						     IBTRS_MAX_MEM_REGS + 1);
 	if (ret)
 		goto free_sess;
 	for (i = 0; i < opts.path_cnt; i++) {
@@ -871,4 +932,76 @@ void clt_ctl_status(struct ibtrs_clt *sess, struct json *j)
 	}
 	json_arr_end(j);
 	json_obj_end(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* registered memory                                                    */
+
+struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
+				    size_t len)
+{
+	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	struct ibtrs_mem *m;
+	int ret;
+
+	if (!sess || !addr || !len) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (atomic_load(&sess->nr_mems) >= IBTRS_MAX_MEM_REGS) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = sess->ops->mr_alloc(sess->pd, 1, &m->mr);
+	if (!ret) {
+		ret = sess->ops->mr_map(m->mr, &iov, 1);
+		if (ret)
+			sess->ops->mr_free(m->mr);
+	}
+	if (ret) {
+		free(m);
+		errno = -ret;
+		return NULL;
+	}
+	m->addr = addr;
+	m->len = len;
+	pthread_rwlock_wrlock(&sess->mem_lock);
+	m->next = sess->mems;
+	sess->mems = m;
+	atomic_fetch_add(&sess->nr_mems, 1);
+	pthread_rwlock_unlock(&sess->mem_lock);
+	return m;
+}
+
+void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem)
+{
+	struct ibtrs_mem **pp;
+	bool found = false;
+
+	if (!sess || !mem)
+		return;
+	pthread_rwlock_wrlock(&sess->mem_lock);
+	for (pp = &sess->mems; *pp; pp = &(*pp)->next) {
+		if (*pp == mem) {
+			*pp = mem->next;
+			atomic_fetch_sub(&sess->nr_mems, 1);
+			found = true;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&sess->mem_lock);
+	if (!found) {
+		ibtrs_log_rl(IBTRS_LOG_ERR,
+			     "session %s: deregistration of unknown memory",
+			     sess->sessname);
+		return;
+	}
+	sess->ops->mr_unmap(mem->mr);
+	sess->ops->mr_free(mem->mr);
+	free(mem);
 }

@@ -82,6 +82,7 @@ struct clt_req {
 	uint64_t start_ns;
 	uint64_t deadline_ns;	  /* failover deadline, once orphaned */
 	struct ibtrs_xprt_mr *mr; /* READ destination */
+	bool mr_mapped;		  /* @mr holds this READ's destination */
 	struct iovec *sg;	  /* copy of the caller's data iovecs */
 	unsigned int sg_cnt;
 	struct ibtrs_work done_work;
@@ -146,6 +147,14 @@ struct clt_path {
 	struct ibtrs_hist hist;
 };
 
+/* A region registered with ibtrs_clt_mem_reg(). */
+struct ibtrs_mem {
+	struct ibtrs_mem *next;
+	struct ibtrs_xprt_mr *mr;
+	char *addr;
+	size_t len;
+};
+
 struct clt_fault {
 	unsigned int idx;
 	enum ibtrs_fault_type type;
@@ -207,11 +216,15 @@ struct ibtrs_clt {
 	size_t tag_stride;
 	char *tags;
 	struct clt_req *reqs;
+	struct ibtrs_xprt_mr *reqs_mr; /* the request headers, registered */
 	struct iovec *sg_mem;
 	struct ibtrs_tags tag_ids;
 	_Atomic bool closing;
 
 	struct ctl_node ctl;
+	pthread_rwlock_t mem_lock;
+	struct ibtrs_mem *mems; /* under mem_lock */
+	_Atomic unsigned int nr_mems;
 	pthread_mutex_t ev_lock;
 	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
 	unsigned int ev_head, ev_cnt;

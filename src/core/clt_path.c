@@ -142,13 +142,16 @@ static void path_failover(struct clt_path *path)
 		    !clt_req_claim(req))
 			continue;
 		atomic_fetch_sub(&path->inflight, 1);
-		if (req->dir == IBTRS_READ && req->data_len)
-			sess->ops->mr_unmap(req->mr);
 		if (s & REQ_RSP) {
 			/* Answered already; only the send completion was
 			 * lost with the connection. */
 			clt_req_complete(req, req->rsp_err);
 			continue;
+		}
+		/* The replay maps its destination anew. */
+		if (req->mr_mapped) {
+			sess->ops->mr_unmap(req->mr);
+			req->mr_mapped = false;
 		}
 		atomic_fetch_add(&path->failovers, 1);
 		req_reroute(sess, req, path);
