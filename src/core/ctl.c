@@ -77,6 +77,25 @@ int ibtrs_ctl_runtime_dir(char *buf, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
+/* True if nothing listens on the socket at @path. */
+static bool sock_refused(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	bool refused;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return false;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	refused = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+		  errno == ECONNREFUSED;
+	close(fd);
+	return refused;
+}
+
 /* Remove sockets of processes that are gone. */
 static void ctl_clean_stale(const char *dir)
 {
@@ -92,9 +111,12 @@ static void ctl_clean_stale(const char *dir)
 
 		if (end == de->d_name || strcmp(end, ".sock") || pid <= 0)
 			continue;
-		if (kill((pid_t)pid, 0) && errno == ESRCH &&
-		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) <
-			    (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
+		    (int)sizeof(path))
+			continue;
+		/* Gone, or its pid reused by a process that does not listen. */
+		if ((kill((pid_t)pid, 0) && errno == ESRCH) ||
+		    (pid != getpid() && sock_refused(path)))
 			unlink(path);
 	}
 	closedir(d);
@@ -184,14 +206,19 @@ static int do_command(char **argv, int argc, const char **what)
 	char *end;
 
 	*what = argv[0];
-	if (!strcmp(argv[0], "stats") && argc >= 2 &&
+	if (!strcmp(argv[0], "stats") && (argc == 2 || argc == 3) &&
 	    !strcmp(argv[1], "reset")) {
-		for (n = ctl_nodes; n; n = n->next)
+		int found = 0;
+
+		for (n = ctl_nodes; n; n = n->next) {
 			if (n->kind == CTL_CLT &&
 			    (argc < 3 ||
-			     !strcmp(clt_ctl_name(n->obj), argv[2])))
+			     !strcmp(clt_ctl_name(n->obj), argv[2]))) {
 				ibtrs_clt_reset_stats(n->obj);
-		return 0;
+				found++;
+			}
+		}
+		return argc == 3 && !found ? -ENOENT : found;
 	}
 	if (!strcmp(argv[0], "policy") && argc == 3) {
 		static const char *const names[] = { "rr", "min-inflight",

@@ -75,7 +75,9 @@ static void put_string(struct json *j, const char *s)
 		if (c == '"' || c == '\\') {
 			put(j, "\\", 1);
 			put(j, s, 1);
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || c >= 0x80) {
+			/* Bytes above ASCII as Latin-1: valid JSON whatever
+			 * the encoding of the text. */
 			putf(j, "\\u%04x", c);
 		} else {
 			put(j, s, 1);
