@@ -116,6 +116,7 @@ struct bench_thread {
 	struct bench_req *free;
 	unsigned int qd;
 	unsigned int inflight;
+	void *bufs;   /* the data buffers of all requests */
 	bool waiting; /* the submitter sleeps on @cond for free slots */
 	uint64_t first_blk;
 	uint64_t nblks;
@@ -699,14 +700,21 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 		if (!t->blk_seq)
 			return -ENOMEM;
 	}
+	/*
+	 * One buffer for all the thread's requests, registered with the
+	 * session so that a backend that needs registration (ofi) moves the
+	 * data without a copy. The registration ends with the session.
+	 */
+	if (posix_memalign(&t->bufs, 4096, (size_t)qd * b->cfg->bs))
+		return -ENOMEM;
+	memset(t->bufs, 0, (size_t)qd * b->cfg->bs);
+	if (!ibtrs_clt_mem_reg(b->sess, t->bufs, (size_t)qd * b->cfg->bs))
+		bench_report(b, "cannot register the buffers: %s",
+			     strerror(errno));
 	for (i = 0; i < qd; i++) {
 		struct bench_req *req = &t->reqs[i];
-		void *buf;
 
-		if (posix_memalign(&buf, 4096, b->cfg->bs))
-			return -ENOMEM;
-		memset(buf, 0, b->cfg->bs);
-		req->buf = buf;
+		req->buf = (unsigned char *)t->bufs + (size_t)i * b->cfg->bs;
 		req->t = t;
 		req->next = t->free;
 		t->free = req;
@@ -720,13 +728,9 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
  */
 static void bench_thread_free(struct bench_thread *t)
 {
-	unsigned int i;
-
 	if (!t->b)
 		return;
-	if (t->reqs)
-		for (i = 0; i < t->qd; i++)
-			free(t->reqs[i].buf);
+	free(t->bufs);
 	free(t->reqs);
 	free(t->busy);
 	free(t->blk_seq);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * ibtrs.c - the ibtrs command-line tool: option handling of the top level
- * and dispatch to the subcommands (server, bench, demo, help).
+ * and dispatch to the subcommands (server, bench, demo, status, path,
+ * policy, stats, fault, help).
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,15 @@ static const struct tool_cmd tool_cmds[] = {
 	  cmd_bench, usage_bench },
 	{ "demo", "watch a path fail and come back under verified load",
 	  cmd_demo, usage_demo },
+	{ "status", "show the sessions and paths of running processes",
+	  cmd_status, usage_status },
+	{ "path", "add, remove, reconnect or disconnect a path of a session",
+	  cmd_path, usage_path },
+	{ "policy", "set the multipath policy of a session", cmd_policy,
+	  usage_policy },
+	{ "stats", "reset the counters of a session", cmd_stats, usage_stats },
+	{ "fault", "inject a fault into a path of a session (testing)",
+	  cmd_fault, usage_fault },
 };
 
 #define TOOL_NCMDS (sizeof(tool_cmds) / sizeof(tool_cmds[0]))

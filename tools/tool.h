@@ -2,7 +2,8 @@
 /*
  * tool.h - declarations shared by the parts of the ibtrs command-line tool:
  * the block protocol spoken between "ibtrs bench" and "ibtrs server", option
- * parsing helpers, the server and the benchmark engine.
+ * parsing helpers, the server, the benchmark engine and the commands that
+ * talk to the control sockets of running processes.
  */
 #ifndef IBTRS_TOOL_H
 #define IBTRS_TOOL_H
@@ -304,5 +305,20 @@ void usage_bench(FILE *f);
 
 int cmd_demo(int argc, char *argv[]);
 void usage_demo(FILE *f);
+
+/*
+ * status.c
+ */
+
+int cmd_status(int argc, char *argv[]);
+void usage_status(FILE *f);
+int cmd_path(int argc, char *argv[]);
+void usage_path(FILE *f);
+int cmd_policy(int argc, char *argv[]);
+void usage_policy(FILE *f);
+int cmd_stats(int argc, char *argv[]);
+void usage_stats(FILE *f);
+int cmd_fault(int argc, char *argv[]);
+void usage_fault(FILE *f);
 
 #endif /* IBTRS_TOOL_H */

@@ -1,0 +1,343 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# status.sh - "ibtrs status" and the control commands against a running
+# server and a verifying bench over two loopback paths: the JSON, table and
+# Prometheus outputs, a policy change, a path disconnected (its I/O moves
+# to the other path) and reconnected, a stats reset, stale and silent
+# control sockets, bad input; at the end the bench has no errors and no
+# socket is left. Args: $1 ibtrs binary, $2 source dir, $3 build dir.
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+. "$(dirname "$0")/common.bash"
+
+command -v python3 >/dev/null 2>&1 || skip "python3 is needed to read the output"
+
+# Our own control directory: no other process of the machine is seen.
+export IBTRS_RUNTIME_DIR
+IBTRS_RUNTIME_DIR=$(mktemp -d "$TMP/rt.XXXXXX") || fail "mktemp"
+unset IBTRS_CONTROL
+# Long enough for the steps below under sanitizers; stopped by SIGINT.
+BENCH_TIME=${BENCH_TIME:-60}
+SESS=cli-status-$$
+
+# q.py MODE ARGS < status JSON: prints what MODE asks for, see below.
+cat >"$TMP/q.py" <<'PY'
+import json, sys
+procs = json.load(sys.stdin)
+mode = sys.argv[1]
+def client(pid, sess):
+    for p in procs:
+        if p["pid"] == int(pid):
+            for c in p["clients"]:
+                if c["sessname"] == sess:
+                    return c
+    sys.exit("no session %s in process %s" % (sess, pid))
+if mode == "check":          # check BENCH_PID SRV_PID SESS
+    c = client(sys.argv[2], sys.argv[4])
+    assert len(c["paths"]) == 2, c
+    assert all(p["state"] == "connected" for p in c["paths"]), c
+    srv = [p for p in procs if p["pid"] == int(sys.argv[3])]
+    assert len(srv) == 1 and len(srv[0]["servers"]) == 1, procs
+    names = [s["sessname"] for s in srv[0]["servers"][0]["sessions"]]
+    assert sys.argv[4] in names, names
+    assert srv[0]["servers"][0]["requests"] > 0, srv
+elif mode == "policy":       # policy PID SESS
+    print(client(sys.argv[2], sys.argv[3])["policy"])
+elif mode == "state":        # state PID SESS IDX
+    print(client(sys.argv[2], sys.argv[3])["paths"][int(sys.argv[4])]["state"])
+elif mode == "ops":          # ops PID SESS: the ops of every path
+    print(" ".join(str(p["rd_ops"] + p["wr_ops"])
+                   for p in client(sys.argv[2], sys.argv[3])["paths"]))
+elif mode == "pids":         # pids: the pids that answered
+    print(" ".join(str(p["pid"]) for p in procs))
+PY
+
+# prom.py < exposition text: every line is a comment or name{labels} value,
+# HELP and TYPE come once per family before its samples; argv: families
+# that must be there.
+cat >"$TMP/prom.py" <<'PY'
+import re, sys
+sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)'
+                    r'\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*)\}'
+                    r' (-?[0-9.e+-]+|NaN|[+-]Inf)$')
+typed, helped, seen = {}, set(), set()
+for n, line in enumerate(sys.stdin, 1):
+    line = line.rstrip("\n")
+    if not line:
+        continue
+    if line.startswith("# HELP "):
+        name = line.split()[2]
+        assert name not in helped, "HELP twice: %s" % name
+        helped.add(name)
+        continue
+    if line.startswith("# TYPE "):
+        _, _, name, kind = line.split()
+        assert name not in typed, "TYPE twice: %s" % name
+        assert kind in ("counter", "gauge", "summary"), line
+        typed[name] = kind
+        continue
+    assert not line.startswith("#"), "line %d: %s" % (n, line)
+    m = sample.match(line)
+    assert m, "line %d does not parse: %s" % (n, line)
+    name = m.group(1)
+    assert name in typed and name in helped, "no TYPE/HELP: %s" % name
+    float(m.group(3))
+    seen.add(name)
+missing = [f for f in sys.argv[1:] if f not in seen]
+assert not missing, "missing families: %s" % missing
+PY
+
+status_json() {
+	run_bounded 20 "$IBTRS" status --json 2>"$TMP/st.err" </dev/null
+}
+
+# q MODE ARGS: ask "ibtrs status --json" and q.py.
+q() {
+	status_json | python3 "$TMP/q.py" "$@"
+}
+
+# wait_state IDX STATE: path IDX of the bench's session reaches STATE
+# within 10 s.
+wait_state() {
+	local i st
+	for ((i = 0; i < 100; i++)); do
+		st=$(q state "$BENCH_PID" "$SESS" "$1" 2>/dev/null)
+		[ "$st" = "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "path $1 is '$st', not '$2'"
+}
+
+# expect STATUS CMD...: exit STATUS, exactly one "ibtrs: " line on stderr.
+expect() {
+	local want=$1 rc lines
+	shift
+	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	lines=$(wc -l <"$TMP/err")
+	echo "ibtrs $*: exit $rc: $(cat "$TMP/err")"
+	[ "$rc" -eq "$want" ] || fail "ibtrs $*: exit $rc, expected $want"
+	[ "$lines" -eq 1 ] || fail "ibtrs $*: $lines lines on stderr"
+	grep -q '^ibtrs: ' "$TMP/err" || fail "ibtrs $*: no 'ibtrs: ' prefix"
+}
+
+# ok CMD...: exit 0, nothing on stderr; stdout in $TMP/out.
+ok() {
+	run_bounded 40 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null ||
+		fail "ibtrs $*: exit $?: $(cat "$TMP/err")"
+	[ -s "$TMP/err" ] && fail "ibtrs $*: wrote on stderr: $(cat "$TMP/err")"
+	echo "[$SECONDS s] ibtrs $*: $(head -c 200 "$TMP/out")"
+}
+
+# A socket left by a process killed with SIGKILL (sets STALE_PID); with
+# "listen" the process stays alive and never answers (sets SILENT_PID).
+python_socket() {
+	local mode=$1 out=$TMP/py-$RANDOM i pid
+	python3 -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(os.path.join(sys.argv[1], "%d.sock" % os.getpid()))
+s.listen(16)
+print("ready", flush=True)
+time.sleep(120)
+' "$IBTRS_RUNTIME_DIR" >"$out" &
+	pid=$!
+	PIDS+=("$pid")
+	for ((i = 0; i < 100; i++)); do
+		grep -q ready "$out" 2>/dev/null && break
+		sleep 0.1
+	done
+	[ -S "$IBTRS_RUNTIME_DIR/$pid.sock" ] || fail "python did not bind"
+	if [ "$mode" = listen ]; then
+		SILENT_PID=$pid
+	else
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null
+		STALE_PID=$pid
+	fi
+}
+
+# Nothing runs yet.
+ok status
+grep -qx 'no ibtrs processes' "$TMP/out" || fail "empty status: $(cat "$TMP/out")"
+ok status --json
+[ "$(cat "$TMP/out")" = "[]" ] || fail "empty status --json: $(cat "$TMP/out")"
+
+start_server srv --port 0 --quiet
+"$IBTRS" bench --path ip:127.0.0.1 --path ip:127.0.0.2,ip:127.0.0.1 \
+	--port "$SRV_PORT" --verify --time "$BENCH_TIME" --json --quiet \
+	--sessname "$SESS" >"$TMP/bench.json" 2>"$TMP/bench.err" &
+BENCH_PID=$!
+PIDS+=("$BENCH_PID")
+
+# Both processes answer, the bench with its session of two paths.
+for ((i = 0; i < 100; i++)); do
+	status_json | python3 "$TMP/q.py" check "$BENCH_PID" "$SRV_PID" \
+		"$SESS" 2>/dev/null && break
+	kill -0 "$BENCH_PID" 2>/dev/null || fail "bench died: $(cat "$TMP/bench.err")"
+	sleep 0.1
+done
+status_json | python3 "$TMP/q.py" check "$BENCH_PID" "$SRV_PID" "$SESS" ||
+	fail "status --json: $(status_json)"
+ok status --json
+python3 -m json.tool "$TMP/out" >/dev/null || fail "status --json does not parse"
+[ "$(wc -l <"$TMP/out")" -eq 1 ] || fail "status --json is not one line"
+ok status --format json
+python3 -m json.tool "$TMP/out" >/dev/null || fail "--format json does not parse"
+
+# The table: the session, both paths, the server.
+ok status
+cat "$TMP/out"
+grep -q "^process $BENCH_PID " "$TMP/out" || fail "table: no bench process"
+grep -q "^process $SRV_PID " "$TMP/out" || fail "table: no server process"
+grep -q "session $SESS  policy" "$TMP/out" || fail "table: no client session"
+grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT " "$TMP/out" ||
+	fail "table: no path 0"
+grep -Eq "^ +1  connected  127\.0\.0\.2->127\.0\.0\.1:$SRV_PORT " "$TMP/out" ||
+	fail "table: no path 1"
+grep -q "server port $SRV_PORT " "$TMP/out" || fail "table: no server"
+grep -q "last events:" "$TMP/out" || fail "table: no events"
+
+# Prometheus.
+ok status --format prometheus
+python3 "$TMP/prom.py" ibtrs_path_ops_total ibtrs_path_bytes_total \
+	ibtrs_path_inflight ibtrs_path_errors_total ibtrs_path_failovers_total \
+	ibtrs_path_reconnects_total ibtrs_path_state ibtrs_path_hb_rtt_seconds \
+	ibtrs_path_latency_seconds ibtrs_server_requests_total \
+	ibtrs_server_replays_total <"$TMP/out" || fail "prometheus output"
+grep -q "^ibtrs_path_ops_total{pid=\"$BENCH_PID\",session=\"$SESS\",path=\"1\",.*dir=\"read\"} [1-9]" \
+	"$TMP/out" || fail "prometheus: no read ops of path 1"
+grep -q "^ibtrs_path_state{.*path=\"0\".*state=\"connected\"} 1$" "$TMP/out" ||
+	fail "prometheus: path 0 not connected"
+grep -q "^ibtrs_server_requests_total{pid=\"$SRV_PID\",port=\"$SRV_PORT\"} [1-9]" \
+	"$TMP/out" || fail "prometheus: no server requests"
+
+# Bad input that needs the session.
+expect 1 policy "$SESS" rr --pid "$SRV_PID"
+expect 1 path remove "$SESS" 9
+
+# Policy.
+ok policy "$SESS" min-latency
+[ "$(q policy "$BENCH_PID" "$SESS")" = min-latency ] ||
+	fail "policy not min-latency"
+# Round robin, so that a reconnected path gets requests for sure.
+ok policy "$SESS" rr --pid "$BENCH_PID"
+[ "$(q policy "$BENCH_PID" "$SESS")" = round-robin ] ||
+	fail "policy not round-robin"
+
+# Disconnect path 1: it stays closed and carries nothing, path 0 does it all.
+ok path disconnect "$SESS" 1
+wait_state 1 closed
+sleep 0.3
+read -r a0 a1 <<<"$(q ops "$BENCH_PID" "$SESS")"
+sleep 1
+read -r b0 b1 <<<"$(q ops "$BENCH_PID" "$SESS")"
+echo "ops after disconnect: path 0 $a0 -> $b0, path 1 $a1 -> $b1"
+[ "$b1" -eq "$a1" ] || fail "path 1 carried requests while disconnected"
+[ "$b0" -gt "$a0" ] || fail "path 0 carried nothing"
+run_bounded 20 "$IBTRS" status | grep -Eq "^ +1  closed  " ||
+	fail "table: path 1 not closed"
+
+# Reconnect it: connected and carrying requests again.
+ok path reconnect "$SESS" 1
+wait_state 1 connected
+read -r a0 a1 <<<"$(q ops "$BENCH_PID" "$SESS")"
+sleep 1
+read -r b0 b1 <<<"$(q ops "$BENCH_PID" "$SESS")"
+echo "ops after reconnect: path 0 $a0 -> $b0, path 1 $a1 -> $b1"
+[ "$b1" -gt "$a1" ] || fail "path 1 carries nothing after reconnecting"
+
+# Reset: the counters drop.
+read -r a0 a1 <<<"$(q ops "$BENCH_PID" "$SESS")"
+ok stats reset "$SESS"
+read -r b0 b1 <<<"$(q ops "$BENCH_PID" "$SESS")"
+echo "ops around the reset: path 0 $a0 -> $b0, path 1 $a1 -> $b1"
+[ $((b0 + b1)) -lt $((a0 + a1)) ] || fail "counters did not drop"
+
+# --watch: one JSON document per interval until SIGINT, then exit 0.
+timeout --preserve-status -s INT 2.2 "$IBTRS" status --json --watch 0.5 \
+	>"$TMP/watch" 2>"$TMP/watch.err" </dev/null
+rc=$?
+[ "$rc" -eq 0 ] || fail "status --watch: exit $rc: $(cat "$TMP/watch.err")"
+n=$(wc -l <"$TMP/watch")
+[ "$n" -ge 3 ] || fail "status --watch 0.5 printed $n documents in 2.2 s"
+while read -r line; do
+	python3 -c 'import json, sys; json.loads(sys.argv[1])' "$line" ||
+		fail "watch: a document does not parse"
+done <"$TMP/watch"
+
+# The bench ends well (stopped early by SIGINT, as a user would).
+kill -INT "$BENCH_PID"
+for ((i = 0; i < 300; i++)); do
+	kill -0 "$BENCH_PID" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "$BENCH_PID" 2>/dev/null && fail "bench still running"
+wait "$BENCH_PID"
+rc=$?
+echo "bench: exit $rc: $(cat "$TMP/bench.json")"
+[ "$rc" -eq 0 ] || fail "bench exited with $rc: $(cat "$TMP/bench.err")"
+python3 - "$TMP/bench.json" <<'PY' || fail "bench: errors or verify failures"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["errors"] == 0 and d["verify_failures"] == 0 and
+         d["lost"] == 0 and d["ops"] > 0 else 1)
+PY
+[ -e "$IBTRS_RUNTIME_DIR/$BENCH_PID.sock" ] && fail "the bench left its socket"
+
+# Bad input.
+expect 2 status --bogus
+expect 2 status --format xml
+expect 2 status --pid x
+expect 2 status stray
+expect 1 path disconnect nosuch 0
+expect 2 path disconnect "$SESS" x
+expect 2 path disconnect "$SESS" 16
+expect 2 path disconnect "$SESS"
+expect 2 path frobnicate "$SESS" 0
+expect 2 policy "$SESS" fastest
+expect 2 fault "$SESS" 0 melt
+expect 2 fault "$SESS" 0 delay
+expect 2 stats clear
+
+# A socket that accepts but never answers: an error with --pid, a warning
+# otherwise (the others are still shown); both exit 1.
+python_socket listen
+expect 1 status --pid "$SILENT_PID"
+grep -q "no answer" "$TMP/err" || fail "silent socket: $(cat "$TMP/err")"
+run_bounded 20 "$IBTRS" status >"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+[ "$rc" -eq 1 ] || fail "status with a silent socket: exit $rc"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "silent socket: $(cat "$TMP/err")"
+grep -q "^process $SRV_PID " "$TMP/out" || fail "silent socket hides the server"
+# Control commands still find their way (and say why nothing is found).
+expect 1 path disconnect nosuch 0
+kill -KILL "$SILENT_PID"
+wait "$SILENT_PID" 2>/dev/null
+
+# Stale sockets (their process was killed) are removed, quietly unless
+# --verbose; the dead silent one above is stale now, too.
+python_socket stale
+ok status
+[ -e "$IBTRS_RUNTIME_DIR/$STALE_PID.sock" ] && fail "stale socket not removed"
+[ -e "$IBTRS_RUNTIME_DIR/$SILENT_PID.sock" ] && fail "stale socket not removed"
+python_socket stale
+run_bounded 20 "$IBTRS" status --verbose >"$TMP/out" 2>"$TMP/err" </dev/null ||
+	fail "status --verbose with a stale socket: exit $?"
+grep -q "stale socket of process $STALE_PID" "$TMP/err" ||
+	fail "no note on the stale socket: $(cat "$TMP/err")"
+[ -e "$IBTRS_RUNTIME_DIR/$STALE_PID.sock" ] && fail "stale socket not removed"
+python_socket stale
+expect 1 status --pid "$STALE_PID"
+[ -e "$IBTRS_RUNTIME_DIR/$STALE_PID.sock" ] && fail "stale socket not removed"
+
+# Everything stopped: nothing is left behind.
+stop_server "$SRV_PID"
+[ -e "$IBTRS_RUNTIME_DIR/$SRV_PID.sock" ] && fail "the server left its socket"
+ok status
+grep -qx 'no ibtrs processes' "$TMP/out" || fail "status after the end"
+left=$(find "$IBTRS_RUNTIME_DIR" -name '*.sock' | wc -l)
+[ "$left" -eq 0 ] || fail "$left sockets left in the runtime dir"
+
+echo PASS
+exit 0
