@@ -456,14 +456,7 @@ void ibtrs_clt_opts_init(struct ibtrs_clt_opts *opts, size_t size)
 		.failover_timeout_ms = CLT_DEFAULT_FAILOVER_TIMEOUT_MS,
 	};
 
-	if (!opts)
-		return;
-	if (size > sizeof(d)) {
-		memset(opts, 0, size);
-		size = sizeof(d);
-	}
-	memcpy(opts, &d, size);
-	opts->size = size;
+	ibtrs_opts_fill(opts, size, &d, sizeof(d));
 }
 
 static void sess_free(struct ibtrs_clt *sess)

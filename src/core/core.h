@@ -23,6 +23,14 @@ void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_LEN]);
 /* "xxxxxxxx-xxxx-..." into @buf of at least 37 bytes. */
 void ibtrs_uuid_str(const uint8_t uuid[IBTRS_UUID_LEN], char *buf);
 
+/*
+ * Fill a caller's option struct of @size bytes (its first field is its
+ * size) from @defaults of @dsize bytes: the fields both know get the
+ * defaults, newer fields the caller knows of are zeroed.
+ */
+void ibtrs_opts_fill(void *opts, size_t size, const void *defaults,
+		     size_t dsize);
+
 /* Chunk size for @max_io_size: data, header room, 4 KiB aligned. */
 static inline uint32_t ibtrs_chunk_size(uint32_t max_io_size)
 {

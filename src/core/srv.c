@@ -907,14 +907,7 @@ void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size)
 		.sess_grace_ms = SRV_DEFAULT_GRACE_MS,
 	};
 
-	if (!opts)
-		return;
-	if (size > sizeof(d)) {
-		memset(opts, 0, size);
-		size = sizeof(d);
-	}
-	memcpy(opts, &d, size);
-	opts->size = size;
+	ibtrs_opts_fill(opts, size, &d, sizeof(d));
 }
 
 static int srv_listen(struct ibtrs_srv_ctx *ctx, const struct ibtrs_srv_opts *o)

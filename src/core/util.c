@@ -3,6 +3,7 @@
  * util.c - UUIDs and path state names.
  */
 #include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "core.h"
@@ -47,4 +48,17 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state)
 		return "dead";
 	}
 	return "unknown";
+}
+
+void ibtrs_opts_fill(void *opts, size_t size, const void *defaults,
+		     size_t dsize)
+{
+	if (!opts || size < sizeof(size_t))
+		return;
+	if (size > dsize) {
+		memset(opts, 0, size);
+		size = dsize;
+	}
+	memcpy(opts, defaults, size);
+	*(size_t *)opts = size;
 }
