@@ -3,6 +3,7 @@
  * loop.c - one-thread epoll loop with deferred work and a periodic tick.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +32,21 @@ struct ibtrs_loop {
 	char name[16];
 };
 
+static uint64_t (*_Atomic test_clock)(void);
+
+void ibtrs_set_test_clock(uint64_t (*clock_fn)(void))
+{
+	atomic_store(&test_clock, clock_fn);
+}
+
 uint64_t ibtrs_now_ns(void)
 {
+	uint64_t (*fn)(void) =
+		atomic_load_explicit(&test_clock, memory_order_relaxed);
 	struct timespec ts;
+
+	if (fn)
+		return fn();
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

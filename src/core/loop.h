@@ -63,4 +63,12 @@ void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg);
 /* Monotonic clock in nanoseconds. */
 uint64_t ibtrs_now_ns(void);
 
+/*
+ * Tests only: make ibtrs_now_ns() return @clock_fn() (NULL: the real
+ * clock again), so that heartbeat timeouts, RTTs and deadlines follow a
+ * clock the test moves. The loop's periodic tick still fires in real
+ * time; with an injected clock it only looks at the injected time.
+ */
+void ibtrs_set_test_clock(uint64_t (*clock_fn)(void));
+
 #endif /* IBTRS_LOOP_H */
