@@ -686,10 +686,11 @@ static void sess_say_close(void *arg)
 /* Wait (bounded) for the server to close the paths after CLOSE. */
 static void sess_wait_closed(struct ibtrs_clt *sess)
 {
-	uint64_t deadline = ibtrs_now_ns() + CLT_CLOSE_WAIT_MS * 1000000ull;
+	uint64_t deadline =
+		ibtrs_real_now_ns() + CLT_CLOSE_WAIT_MS * 1000000ull;
 	unsigned int i, n = atomic_load(&sess->path_cnt);
 
-	while (ibtrs_now_ns() < deadline) {
+	while (ibtrs_real_now_ns() < deadline) {
 		struct timespec ts = { .tv_nsec = 1000000 };
 		bool up = false;
 

@@ -1111,8 +1111,8 @@ int ibtrs_clt_remove_path(struct ibtrs_clt *sess, unsigned int idx)
 	pthread_mutex_lock(&path->connect_lock);
 	/* No new requests; let those in flight finish (bounded). */
 	ibtrs_loop_call(sess->loop, path_closing_fn, path);
-	deadline = ibtrs_now_ns() + CLT_DRAIN_TIMEOUT_MS * 1000000ull;
-	while (atomic_load(&path->inflight) && ibtrs_now_ns() < deadline) {
+	deadline = ibtrs_real_now_ns() + CLT_DRAIN_TIMEOUT_MS * 1000000ull;
+	while (atomic_load(&path->inflight) && ibtrs_real_now_ns() < deadline) {
 		struct timespec ts = { .tv_nsec = 1000000 };
 
 		nanosleep(&ts, NULL);

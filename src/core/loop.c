@@ -39,6 +39,14 @@ void ibtrs_set_test_clock(uint64_t (*clock_fn)(void))
 	atomic_store(&test_clock, clock_fn);
 }
 
+uint64_t ibtrs_real_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t ibtrs_now_ns(void)
 {
 	uint64_t (*fn)(void) =

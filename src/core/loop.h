@@ -60,8 +60,10 @@ bool ibtrs_loop_on_thread(struct ibtrs_loop *loop);
  */
 void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg);
 
-/* Monotonic clock in nanoseconds. */
+/* Monotonic clock in nanoseconds (a test may inject its own). */
 uint64_t ibtrs_now_ns(void);
+/* The real monotonic clock, for bounded waits that sleep in real time. */
+uint64_t ibtrs_real_now_ns(void);
 
 /*
  * Tests only: make ibtrs_now_ns() return @clock_fn() (NULL: the real

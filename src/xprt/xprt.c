@@ -162,6 +162,7 @@ static void fill_stubs(struct ibtrs_xprt_ops *o)
 /* Every backend, the default first. */
 static const struct ibtrs_xprt_ops *const backends[] = {
 	&ibtrs_xprt_tcp_ops,
+	&ibtrs_xprt_loop_ops,
 #ifdef IBTRS_HAVE_OFI
 	&ibtrs_xprt_ofi_ops,
 #endif

@@ -24,7 +24,10 @@
  * When a connection fails or is disconnected, every signalled work request
  * still queued completes with status -ECANCELED (a verbs flush), then, on a
  * failure, the handler's err() runs once on the loop thread; the protocol
- * engine moves or fails its outstanding requests itself.
+ * engine moves or fails its outstanding requests itself. Every completion
+ * of a connection is delivered before disconnect() returns and none after:
+ * the engine replays a request with the same wr_id on another connection
+ * and relies on no late completion of the old one.
  */
 #ifndef IBTRS_XPRT_H
 #define IBTRS_XPRT_H
@@ -233,5 +236,6 @@ const struct ibtrs_xprt_ops *ibtrs_xprt_find(const char *name);
 
 extern const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops;
 extern const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops;
+extern const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops;
 
 #endif /* IBTRS_XPRT_H */
