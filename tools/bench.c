@@ -1049,6 +1049,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	opts.reconnect_delay_sec = cfg->reconnect_delay_s;
 	opts.max_reconnect_attempts = cfg->max_reconnects;
 	opts.policy = cfg->policy;
+	opts.backend = cfg->backend;
 	if (cfg->hb_timeout_ms)
 		opts.hb_timeout_ms = cfg->hb_timeout_ms;
 	opts.failover_timeout_ms = cfg->failover_timeout_ms;
@@ -1194,6 +1195,7 @@ void usage_bench(FILE *f)
 		"  --threads N        submitter threads (default %u)\n"
 		"  --time SEC         run time in seconds (default %g)\n"
 		"  --verify           write patterns and check every read\n"
+		"  --transport NAME   backend: tcp (default) or ofi (libfabric)\n"
 		"  --policy P         multipath policy: rr, min-inflight or min-latency\n"
 		"                     (default min-inflight)\n"
 		"  --hb-timeout MS    declare a silent path dead after MS ms, %u..%u\n"
@@ -1421,6 +1423,7 @@ enum {
 	OPT_FAILOVER_TIMEOUT,
 	OPT_EVENTS,
 	OPT_INTERVAL_JSON,
+	OPT_TRANSPORT,
 };
 
 /**
@@ -1446,6 +1449,7 @@ int cmd_bench(int argc, char *argv[])
 		{ "sessname", required_argument, NULL, OPT_SESSNAME },
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "hb-timeout", required_argument, NULL, OPT_HB_TIMEOUT },
+		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "reconnect-delay", required_argument, NULL,
 		  OPT_RECONNECT_DELAY },
 		{ "max-reconnects", required_argument, NULL,
@@ -1587,6 +1591,9 @@ int cmd_bench(int argc, char *argv[])
 			break;
 		case OPT_INTERVAL_JSON:
 			prog.json = true;
+			break;
+		case OPT_TRANSPORT:
+			cfg.backend = optarg;
 			break;
 		case 'h':
 			usage_bench(stdout);

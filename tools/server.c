@@ -40,6 +40,7 @@ enum {
 	OPT_SRV_GRACE,
 	OPT_SRV_BACKING_FILE,
 	OPT_SRV_STATS_FILE,
+	OPT_SRV_TRANSPORT,
 };
 
 /**
@@ -385,6 +386,7 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 		opts.max_io_size = cfg->max_io_size;
 	if (cfg->hb_timeout_ms)
 		opts.hb_timeout_ms = cfg->hb_timeout_ms;
+	opts.backend = cfg->backend;
 	if (cfg->grace_ms >= 0)
 		opts.sess_grace_ms = (uint32_t)cfg->grace_ms;
 	opts.rdma_ev = srv_rdma_ev;
@@ -518,6 +520,8 @@ void usage_server(FILE *f)
 		"      --backing-file PATH  one %llu MiB target in PATH (created or\n"
 		"                           extended), shared by every session, mapped\n"
 		"                           MAP_SHARED: it survives a crash and restart\n"
+		"      --transport NAME     backend: tcp (default) or ofi (libfabric;\n"
+		"                           provider from IBTRS_OFI_PROVIDER)\n"
 		"      --stats-file PATH    write the counters as JSON to PATH every\n"
 		"                           %u ms and at exit (atomically)\n"
 		"  -q, --quiet              do not log connects and disconnects\n"
@@ -551,6 +555,7 @@ int cmd_server(int argc, char *argv[])
 		{ "backing-file", required_argument, NULL,
 		  OPT_SRV_BACKING_FILE },
 		{ "stats-file", required_argument, NULL, OPT_SRV_STATS_FILE },
+		{ "transport", required_argument, NULL, OPT_SRV_TRANSPORT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -637,6 +642,9 @@ int cmd_server(int argc, char *argv[])
 				return TOOL_EXIT_USAGE;
 			}
 			stats_file = optarg;
+			break;
+		case OPT_SRV_TRANSPORT:
+			cfg.backend = optarg;
 			break;
 		case 'q':
 			quiet = true;

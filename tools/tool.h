@@ -104,6 +104,7 @@ struct tool_srv_cfg {
 	uint32_t hb_timeout_ms;
 	int64_t grace_ms;
 	const char *backing_file;
+	const char *backend; /* NULL: the library's default */
 	FILE *log;
 	const char *log_prefix;
 };
@@ -209,6 +210,7 @@ struct bench_cfg {
 	bool quiet;
 	const char *sessname;
 	int policy;
+	const char *backend; /* NULL: the library's default */
 	uint32_t hb_timeout_ms;
 	uint8_t reconnect_delay_s;
 	int16_t max_reconnects;
