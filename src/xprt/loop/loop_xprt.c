@@ -39,9 +39,10 @@
 #include "log.h"
 #include "loop.h"
 #include "loop_xprt.h"
+#include "swmr.h"
 #include "xprt.h"
 
-#define LOOP_MAX_SGE 256	       /* iovecs of one region or request */
+#define LOOP_MAX_SGE SWMR_MAX_SGE      /* iovecs of one region or request */
 #define LOOP_MAX_FRAME_LEN (64u << 20) /* as tcp */
 #define LOOP_FIRST_PORT 40000	       /* port 0 picks from here */
 #define LOOP_FIRST_PEER_PORT 50000     /* fake client ports */
@@ -55,25 +56,6 @@
 
 /* ------------------------------------------------------------------ */
 /* objects                                                              */
-
-struct loop_pd {
-	pthread_mutex_t lock;
-	unsigned int max_mrs;
-	_Atomic(struct loop_mr *) *mrs;
-};
-
-struct loop_mr {
-	struct ibtrs_xprt_mr base;
-	struct loop_pd *pd;
-	unsigned int idx;
-	pthread_spinlock_t lock;
-	uint16_t gen;	  /* under @lock */
-	bool mapped;	  /* under @lock */
-	unsigned int cnt; /* under @lock */
-	size_t len;	  /* under @lock */
-	unsigned int max_sge;
-	struct iovec iov[];
-};
 
 enum loop_op {
 	LOOP_OP_SEND,
@@ -156,7 +138,7 @@ struct loop_ep {
 	struct ibtrs_xprt_con base;
 	struct loop_link *link;
 	unsigned int side;
-	struct loop_pd *pd;
+	struct ibtrs_xprt_pd *pd;
 	struct ibtrs_xprt_con_attr attr;
 	struct ibtrs_loop *loop;
 	struct ibtrs_loop_src src;
@@ -246,11 +228,6 @@ static _Atomic unsigned int next_peer_port = LOOP_FIRST_PEER_PORT;
 static inline struct loop_ep *to_ep(struct ibtrs_xprt_con *con)
 {
 	return container_of(con, struct loop_ep, base);
-}
-
-static inline struct loop_mr *to_loop_mr(struct ibtrs_xprt_mr *mr)
-{
-	return container_of(mr, struct loop_mr, base);
 }
 
 static inline struct loop_ep *ep_peer(struct loop_ep *e)
@@ -383,167 +360,24 @@ static bool knob_matches(const struct sockaddr_storage *addr,
 }
 
 /* ------------------------------------------------------------------ */
-/* protection domains and memory regions                               */
-
-static int loop_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
-{
-	struct loop_pd *pd;
-
-	if (!max_mrs || max_mrs > 0x10000)
-		return -EINVAL;
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return -ENOMEM;
-	pd->mrs = calloc(max_mrs, sizeof(*pd->mrs));
-	if (!pd->mrs) {
-		free(pd);
-		return -ENOMEM;
-	}
-	pd->max_mrs = max_mrs;
-	pthread_mutex_init(&pd->lock, NULL);
-	*pdp = (struct ibtrs_xprt_pd *)pd;
-	return 0;
-}
-
-static void loop_pd_free(struct ibtrs_xprt_pd *xpd)
-{
-	struct loop_pd *pd = (struct loop_pd *)xpd;
-
-	if (!pd)
-		return;
-	pthread_mutex_destroy(&pd->lock);
-	free(pd->mrs);
-	free(pd);
-}
-
-static int loop_mr_alloc(struct ibtrs_xprt_pd *xpd, unsigned int max_sge,
-			 struct ibtrs_xprt_mr **mrp)
-{
-	struct loop_pd *pd = (struct loop_pd *)xpd;
-	struct loop_mr *mr;
-	unsigned int i;
-
-	if (!max_sge || max_sge > LOOP_MAX_SGE)
-		return -EINVAL;
-	mr = calloc(1, sizeof(*mr) + max_sge * sizeof(struct iovec));
-	if (!mr)
-		return -ENOMEM;
-	mr->pd = pd;
-	mr->max_sge = max_sge;
-	mr->gen = (uint16_t)(rand() | 1);
-	pthread_spin_init(&mr->lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_mutex_lock(&pd->lock);
-	for (i = 0; i < pd->max_mrs; i++)
-		if (!atomic_load(&pd->mrs[i]))
-			break;
-	if (i == pd->max_mrs) {
-		pthread_mutex_unlock(&pd->lock);
-		pthread_spin_destroy(&mr->lock);
-		free(mr);
-		return -ENOSPC;
-	}
-	mr->idx = i;
-	atomic_store(&pd->mrs[i], mr);
-	pthread_mutex_unlock(&pd->lock);
-	*mrp = &mr->base;
-	return 0;
-}
-
-static int loop_mr_map(struct ibtrs_xprt_mr *xmr, const struct iovec *iov,
-		       unsigned int cnt)
-{
-	struct loop_mr *mr = to_loop_mr(xmr);
-	size_t len = 0;
-	unsigned int i;
-
-	if (cnt > mr->max_sge)
-		return -EINVAL;
-	for (i = 0; i < cnt; i++) {
-		if (iov[i].iov_len > SIZE_MAX - len)
-			return -EINVAL;
-		len += iov[i].iov_len;
-	}
-	pthread_spin_lock(&mr->lock);
-	memcpy(mr->iov, iov, cnt * sizeof(*iov));
-	mr->cnt = cnt;
-	mr->len = len;
-	if (++mr->gen == 0)
-		mr->gen = 1;
-	mr->mapped = true;
-	mr->base.key = ((uint32_t)mr->gen << 16) | mr->idx;
-	mr->base.addr = 0; /* the peer addresses offsets from the start */
-	pthread_spin_unlock(&mr->lock);
-	return 0;
-}
-
-static void loop_mr_unmap(struct ibtrs_xprt_mr *xmr)
-{
-	struct loop_mr *mr = to_loop_mr(xmr);
-
-	pthread_spin_lock(&mr->lock);
-	mr->mapped = false;
-	pthread_spin_unlock(&mr->lock);
-}
-
-static void loop_mr_free(struct ibtrs_xprt_mr *xmr)
-{
-	struct loop_mr *mr;
-
-	if (!xmr)
-		return;
-	mr = to_loop_mr(xmr);
-	pthread_mutex_lock(&mr->pd->lock);
-	atomic_store(&mr->pd->mrs[mr->idx], NULL);
-	pthread_mutex_unlock(&mr->pd->lock);
-	pthread_spin_destroy(&mr->lock);
-	free(mr);
-}
+/* memory regions                                                       */
 
 /*
  * Place @len bytes of @data at (@rkey, @raddr) of @pd, as an adapter
  * executing a WRITE would. Returns -EPROTO for a bad key or range.
  */
-static int loop_mr_place(struct loop_pd *pd, uint32_t rkey, uint64_t raddr,
-			 const char *data, size_t len)
+static int loop_mr_place(struct ibtrs_xprt_pd *pd, uint32_t rkey,
+			 uint64_t raddr, const char *data, size_t len)
 {
 	struct iovec dst[LOOP_MAX_SGE];
-	unsigned int idx = rkey & 0xffff, i, n = 0;
-	struct loop_mr *mr;
-	int ret = -EPROTO;
+	int i, n;
 
-	if (!pd || idx >= pd->max_mrs)
-		return -EPROTO;
-	mr = atomic_load(&pd->mrs[idx]);
-	if (!mr)
-		return -EPROTO;
-	pthread_spin_lock(&mr->lock);
-	if (!mr->mapped || mr->base.key != rkey || raddr > mr->len ||
-	    len > mr->len - raddr)
-		goto out;
-	for (i = 0; i < mr->cnt && len; i++) {
-		size_t l = mr->iov[i].iov_len;
-
-		if (raddr >= l) {
-			raddr -= l;
-			continue;
-		}
-		l -= raddr;
-		if (l > len)
-			l = len;
-		dst[n].iov_base = (char *)mr->iov[i].iov_base + raddr;
-		dst[n].iov_len = l;
-		n++;
-		len -= l;
-		raddr = 0;
-	}
-	ret = 0;
-out:
-	pthread_spin_unlock(&mr->lock);
-	for (i = 0; !ret && i < n; i++) {
+	n = swmr_resolve(pd, rkey, raddr, len, dst, LOOP_MAX_SGE);
+	for (i = 0; i < n; i++) {
 		memcpy(dst[i].iov_base, data, dst[i].iov_len);
 		data += dst[i].iov_len;
 	}
-	return ret;
+	return n < 0 ? n : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -602,7 +436,7 @@ static bool ep_attr_ok(const struct ibtrs_xprt_con_attr *attr)
 	       attr->max_send_sge <= LOOP_MAX_SGE;
 }
 
-static int ep_init(struct loop_ep *e, struct loop_pd *pd,
+static int ep_init(struct loop_ep *e, struct ibtrs_xprt_pd *pd,
 		   const struct ibtrs_xprt_con_attr *attr)
 {
 	e->pd = pd;
@@ -1116,7 +950,7 @@ static int loop_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 		nanosleep(&ms, NULL);
 	}
 	e = &l->ep[0];
-	ret = ep_init(e, (struct loop_pd *)pd, attr);
+	ret = ep_init(e, pd, attr);
 	if (ret) {
 		free(l);
 		return ret;
@@ -1302,8 +1136,7 @@ static int loop_accept(struct ibtrs_xprt_connreq *req, struct ibtrs_xprt_pd *pd,
 	bool last = false;
 	int ret;
 
-	ret = ep_attr_ok(attr) ? ep_init(e, (struct loop_pd *)pd, attr)
-			       : -EINVAL;
+	ret = ep_attr_ok(attr) ? ep_init(e, pd, attr) : -EINVAL;
 	pthread_mutex_lock(&l->lock);
 	if (ret) {
 		/* As tcp: the client sees the connection go away. */
@@ -1576,12 +1409,12 @@ void loop_xprt_break(const struct sockaddr *addr)
 
 const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops = {
 	.name = "loop",
-	.pd_alloc = loop_pd_alloc,
-	.pd_free = loop_pd_free,
-	.mr_alloc = loop_mr_alloc,
-	.mr_map = loop_mr_map,
-	.mr_unmap = loop_mr_unmap,
-	.mr_free = loop_mr_free,
+	.pd_alloc = swmr_pd_alloc,
+	.pd_free = swmr_pd_free,
+	.mr_alloc = swmr_mr_alloc,
+	.mr_map = swmr_mr_map,
+	.mr_unmap = swmr_mr_unmap,
+	.mr_free = swmr_mr_free,
 	.connect = loop_connect,
 	.listen = loop_listen,
 	.listener_addr = loop_listener_addr,

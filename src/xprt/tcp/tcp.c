@@ -35,10 +35,11 @@
 #include "addr.h"
 #include "log.h"
 #include "loop.h"
+#include "swmr.h"
 #include "tcp_proto.h"
 #include "xprt.h"
 
-#define TCP_MAX_SGE 256		 /* iovecs of one region or work request */
+#define TCP_MAX_SGE SWMR_MAX_SGE /* iovecs of one region or work request */
 #define TCP_STAGING (256u << 10) /* receive staging buffer */
 #define TCP_DIRECT_MIN 8192	 /* read payloads this large directly */
 #define TCP_LARGE_STAGE 4096	 /* staging read size while frames are large */
@@ -52,26 +53,6 @@
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr)-offsetof(type, member)))
-
-struct tcp_pd {
-	pthread_mutex_t lock;
-	unsigned int max_mrs;
-	unsigned int nr_mrs; /* under @lock */
-	_Atomic(struct tcp_mr *) *mrs;
-};
-
-struct tcp_mr {
-	struct ibtrs_xprt_mr base;
-	struct tcp_pd *pd;
-	unsigned int idx;
-	pthread_spinlock_t lock;
-	uint16_t gen;	  /* under @lock */
-	bool mapped;	  /* under @lock */
-	unsigned int cnt; /* under @lock */
-	size_t len;	  /* under @lock */
-	unsigned int max_sge;
-	struct iovec iov[];
-};
 
 struct tcp_wr {
 	struct tcp_wr *next;
@@ -97,7 +78,7 @@ enum rx_state {
 struct tcp_con {
 	struct ibtrs_xprt_con base;
 	int fd;
-	struct tcp_pd *pd;
+	struct ibtrs_xprt_pd *pd;
 	struct ibtrs_loop *loop;
 	struct ibtrs_loop_src src;
 	struct ibtrs_xprt_con_attr attr;
@@ -163,174 +144,6 @@ struct tcp_pending {
 static inline struct tcp_con *to_tcp_con(struct ibtrs_xprt_con *con)
 {
 	return container_of(con, struct tcp_con, base);
-}
-
-static inline struct tcp_mr *to_tcp_mr(struct ibtrs_xprt_mr *mr)
-{
-	return container_of(mr, struct tcp_mr, base);
-}
-
-/* ------------------------------------------------------------------ */
-/* protection domains and memory regions                               */
-
-static int tcp_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
-{
-	struct tcp_pd *pd;
-
-	if (!max_mrs || max_mrs > 0x10000)
-		return -EINVAL;
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return -ENOMEM;
-	pd->mrs = calloc(max_mrs, sizeof(*pd->mrs));
-	if (!pd->mrs) {
-		free(pd);
-		return -ENOMEM;
-	}
-	pd->max_mrs = max_mrs;
-	pthread_mutex_init(&pd->lock, NULL);
-	*pdp = (struct ibtrs_xprt_pd *)pd;
-	return 0;
-}
-
-static void tcp_pd_free(struct ibtrs_xprt_pd *xpd)
-{
-	struct tcp_pd *pd = (struct tcp_pd *)xpd;
-
-	if (!pd)
-		return;
-	pthread_mutex_destroy(&pd->lock);
-	free(pd->mrs);
-	free(pd);
-}
-
-static int tcp_mr_alloc(struct ibtrs_xprt_pd *xpd, unsigned int max_sge,
-			struct ibtrs_xprt_mr **mrp)
-{
-	struct tcp_pd *pd = (struct tcp_pd *)xpd;
-	struct tcp_mr *mr;
-	unsigned int i;
-
-	if (!max_sge || max_sge > TCP_MAX_SGE)
-		return -EINVAL;
-	mr = calloc(1, sizeof(*mr) + max_sge * sizeof(struct iovec));
-	if (!mr)
-		return -ENOMEM;
-	mr->pd = pd;
-	mr->max_sge = max_sge;
-	mr->gen = (uint16_t)(rand() | 1);
-	pthread_spin_init(&mr->lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_mutex_lock(&pd->lock);
-	for (i = 0; i < pd->max_mrs; i++)
-		if (!atomic_load(&pd->mrs[i]))
-			break;
-	if (i == pd->max_mrs) {
-		pthread_mutex_unlock(&pd->lock);
-		pthread_spin_destroy(&mr->lock);
-		free(mr);
-		return -ENOSPC;
-	}
-	mr->idx = i;
-	atomic_store(&pd->mrs[i], mr);
-	pd->nr_mrs++;
-	pthread_mutex_unlock(&pd->lock);
-	*mrp = &mr->base;
-	return 0;
-}
-
-static int tcp_mr_map(struct ibtrs_xprt_mr *xmr, const struct iovec *iov,
-		      unsigned int cnt)
-{
-	struct tcp_mr *mr = to_tcp_mr(xmr);
-	size_t len = 0;
-	unsigned int i;
-
-	if (cnt > mr->max_sge)
-		return -EINVAL;
-	for (i = 0; i < cnt; i++) {
-		if (iov[i].iov_len > SIZE_MAX - len)
-			return -EINVAL;
-		len += iov[i].iov_len;
-	}
-	pthread_spin_lock(&mr->lock);
-	memcpy(mr->iov, iov, cnt * sizeof(*iov));
-	mr->cnt = cnt;
-	mr->len = len;
-	if (++mr->gen == 0)
-		mr->gen = 1;
-	mr->mapped = true;
-	mr->base.key = ((uint32_t)mr->gen << 16) | mr->idx;
-	mr->base.addr = 0; /* the peer addresses offsets from the start */
-	pthread_spin_unlock(&mr->lock);
-	return 0;
-}
-
-static void tcp_mr_unmap(struct ibtrs_xprt_mr *xmr)
-{
-	struct tcp_mr *mr = to_tcp_mr(xmr);
-
-	pthread_spin_lock(&mr->lock);
-	mr->mapped = false;
-	pthread_spin_unlock(&mr->lock);
-}
-
-static void tcp_mr_free(struct ibtrs_xprt_mr *xmr)
-{
-	struct tcp_mr *mr;
-
-	if (!xmr)
-		return;
-	mr = to_tcp_mr(xmr);
-	pthread_mutex_lock(&mr->pd->lock);
-	atomic_store(&mr->pd->mrs[mr->idx], NULL);
-	mr->pd->nr_mrs--;
-	pthread_mutex_unlock(&mr->pd->lock);
-	pthread_spin_destroy(&mr->lock);
-	free(mr);
-}
-
-/*
- * Resolve (rkey, raddr, len) into the connection's destination cursor.
- * Returns -EPROTO for a bad key or range, as a remote access error.
- */
-static int tcp_mr_resolve(struct tcp_con *c, uint32_t rkey, uint64_t raddr,
-			  size_t len)
-{
-	unsigned int idx = rkey & 0xffff, i, n = 0;
-	struct tcp_mr *mr;
-	int ret = -EPROTO;
-
-	if (!c->pd || idx >= c->pd->max_mrs)
-		return -EPROTO;
-	mr = atomic_load(&c->pd->mrs[idx]);
-	if (!mr)
-		return -EPROTO;
-	pthread_spin_lock(&mr->lock);
-	if (!mr->mapped || mr->base.key != rkey || raddr > mr->len ||
-	    len > mr->len - raddr)
-		goto out;
-	for (i = 0; i < mr->cnt && len; i++) {
-		size_t l = mr->iov[i].iov_len;
-
-		if (raddr >= l) {
-			raddr -= l;
-			continue;
-		}
-		l -= raddr;
-		if (l > len)
-			l = len;
-		c->dst[n].iov_base = (char *)mr->iov[i].iov_base + raddr;
-		c->dst[n].iov_len = l;
-		n++;
-		len -= l;
-		raddr = 0;
-	}
-	c->dst_cnt = n;
-	c->dst_idx = 0;
-	ret = 0;
-out:
-	pthread_spin_unlock(&mr->lock);
-	return ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -401,7 +214,7 @@ static int tcp_wr_grow(struct tcp_con *c)
 	return 0;
 }
 
-static struct tcp_con *tcp_con_alloc(int fd, struct tcp_pd *pd,
+static struct tcp_con *tcp_con_alloc(int fd, struct ibtrs_xprt_pd *pd,
 				     const struct ibtrs_xprt_con_attr *attr)
 {
 	struct tcp_con *c;
@@ -551,7 +364,7 @@ static int tcp_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 		ret = -ECONNREFUSED;
 		goto close_fd;
 	}
-	c = tcp_con_alloc(fd, (struct tcp_pd *)xpd, attr);
+	c = tcp_con_alloc(fd, xpd, attr);
 	if (!c) {
 		ret = -ENOMEM;
 		goto close_fd;
@@ -837,6 +650,19 @@ static void tcp_disconnect(struct ibtrs_xprt_con *xcon)
 	tcp_fail(to_tcp_con(xcon), 0);
 }
 
+/* The destination of a WRITE: the cursor over the target region. */
+static int tcp_mr_resolve(struct tcp_con *c, uint32_t rkey, uint64_t raddr,
+			  size_t len)
+{
+	int n = swmr_resolve(c->pd, rkey, raddr, len, c->dst, TCP_MAX_SGE);
+
+	if (n < 0)
+		return n;
+	c->dst_cnt = (unsigned int)n;
+	c->dst_idx = 0;
+	return 0;
+}
+
 /* Header complete in c->cur: check it and set up the destination. */
 static int tcp_rx_header(struct tcp_con *c)
 {
@@ -875,7 +701,8 @@ static int tcp_rx_header(struct tcp_con *c)
 	case TCP_OP_WRITE:
 		c->dst_cnt = 0;
 		c->dst_idx = 0;
-		if (f->len && tcp_mr_resolve(c, f->rkey, f->raddr, f->len)) {
+		if (f->len &&
+		    tcp_mr_resolve(c, f->rkey, f->raddr, f->len) < 0) {
 			ibtrs_log_rl(
 				IBTRS_LOG_ERR,
 				"tcp: remote access error: key %#x offset %llu len %u",
@@ -1356,7 +1183,7 @@ static int tcp_accept(struct ibtrs_xprt_connreq *req, struct ibtrs_xprt_pd *pd,
 	struct tcp_pending *p = (struct tcp_pending *)req;
 	struct tcp_con *c;
 
-	c = tcp_con_alloc(p->src.fd, (struct tcp_pd *)pd, attr);
+	c = tcp_con_alloc(p->src.fd, pd, attr);
 	if (!c) {
 		close(p->src.fd);
 		free(p);
@@ -1403,12 +1230,12 @@ static void tcp_addr_str(struct ibtrs_xprt_con *xcon, char *local, char *peer,
 
 const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
 	.name = "tcp",
-	.pd_alloc = tcp_pd_alloc,
-	.pd_free = tcp_pd_free,
-	.mr_alloc = tcp_mr_alloc,
-	.mr_map = tcp_mr_map,
-	.mr_unmap = tcp_mr_unmap,
-	.mr_free = tcp_mr_free,
+	.pd_alloc = swmr_pd_alloc,
+	.pd_free = swmr_pd_free,
+	.mr_alloc = swmr_mr_alloc,
+	.mr_map = swmr_mr_map,
+	.mr_unmap = swmr_mr_unmap,
+	.mr_free = swmr_mr_free,
 	.connect = tcp_connect,
 	.listen = tcp_listen,
 	.listener_addr = tcp_listener_addr,
