@@ -1056,7 +1056,11 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	b.sess = ibtrs_clt_open_opts(&opts);
 	if (!b.sess) {
 		err = errno;
-		if (cfg->path_cnt == 1)
+		if (err == EINVAL && cfg->backend)
+			tool_err(
+				"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
+				cfg->backend);
+		else if (cfg->path_cnt == 1)
 			tool_err("cannot connect to %s (port %u): %s",
 				 cfg->paths[0], cfg->port, strerror(err));
 		else

@@ -406,7 +406,11 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	ctx = ibtrs_srv_open_opts(&opts);
 	if (!ctx) {
 		err = errno;
-		if (cfg->listen_str)
+		if (err == EINVAL && cfg->backend)
+			tool_err(
+				"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
+				cfg->backend);
+		else if (cfg->listen_str)
 			tool_err("cannot listen on %s port %u: %s",
 				 cfg->listen_str, cfg->port, strerror(err));
 		else

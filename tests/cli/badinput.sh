@@ -58,6 +58,8 @@ expect 2 bench --path ip:127.0.0.1 --qd 0
 expect 2 bench --path ip:127.0.0.1 --threads 0
 expect 2 bench --path ip:127.0.0.1 --time 0
 expect 2 bench --path ip:127.0.0.1 --rw sideways
+expect 1 bench --path ip:127.0.0.1 --port 1 --transport bogus
+expect 1 server --port 0 --transport bogus
 expect 2 bench --path ip:127.0.0.1 --port 99999
 expect 2 bench --path ip:127.0.0.1 stray
 expect 2 bench
