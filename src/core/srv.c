@@ -756,6 +756,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	struct ibtrs_srv *sess;
 	struct srv_path *path;
 	char peer[IBTRS_SOCKADDR_STR_LEN] = "?";
+	bool created = false;
 	int ret;
 
 	peer_str(&info->peer, peer, sizeof(peer));
@@ -791,6 +792,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 			return;
 		}
 		sess = sess_create(ctx, cr.sess_uuid, &ret);
+		created = sess != NULL;
 		if (!sess) {
 			ibtrs_log(
 				IBTRS_LOG_WARN,
@@ -834,7 +836,9 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	return;
 
 drop_empty:
-	if (!sess->nr_paths && !sess->closing) {
+	/* A session made for this request goes with it; one waiting for its
+	 * client to return stays. */
+	if (created && !sess->nr_paths && !sess->closing) {
 		sess_unlink(sess);
 		sess_put(sess);
 	}
