@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "swmr.h"
 
 struct swmr;
@@ -193,4 +194,54 @@ int swmr_resolve(struct ibtrs_xprt_pd *xpd, uint32_t rkey, uint64_t raddr,
 out:
 	pthread_spin_unlock(&mr->lock);
 	return ret;
+}
+
+int swrq_init(struct swrq *q, unsigned int max)
+{
+	memset(q, 0, sizeof(*q));
+	q->ent = calloc(max, sizeof(*q->ent));
+	if (!q->ent)
+		return -ENOMEM;
+	q->max = max;
+	return 0;
+}
+
+int swrq_post(struct swrq *q, void *buf, uint32_t len, uint64_t wr_id)
+{
+	struct swrq_ent *e;
+
+	if (q->cnt == q->max)
+		return -ENOMEM;
+	e = &q->ent[(q->head + q->cnt) % q->max];
+	e->buf = buf;
+	e->len = len;
+	e->wr_id = wr_id;
+	q->cnt++;
+	return 0;
+}
+
+struct swrq_ent *swrq_next(struct swrq *q, bool send, uint32_t len,
+			   const char *who)
+{
+	struct swrq_ent *e;
+
+	if (!q->cnt) {
+		ibtrs_log_rl(IBTRS_LOG_ERR, "%s: %s with no receive posted",
+			     who, send ? "SEND" : "immediate");
+		return NULL;
+	}
+	e = &q->ent[q->head];
+	if (send && len > e->len) {
+		ibtrs_log_rl(IBTRS_LOG_ERR,
+			     "%s: SEND of %u bytes into a %u-byte receive", who,
+			     len, e->len);
+		return NULL;
+	}
+	return e;
+}
+
+void swrq_pop(struct swrq *q)
+{
+	q->head = (q->head + 1) % q->max;
+	q->cnt--;
 }

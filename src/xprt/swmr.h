@@ -11,6 +11,7 @@
 #ifndef IBTRS_SWMR_H
 #define IBTRS_SWMR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -35,5 +36,33 @@ void swmr_mr_free(struct ibtrs_xprt_mr *mr);
  */
 int swmr_resolve(struct ibtrs_xprt_pd *pd, uint32_t rkey, uint64_t raddr,
 		 size_t len, struct iovec *dst, unsigned int max);
+
+/*
+ * The receives a connection has posted, in order: a SEND from the peer
+ * fills the oldest, an immediate consumes it. Loop thread only.
+ */
+struct swrq_ent {
+	void *buf;
+	uint32_t len;
+	uint64_t wr_id;
+};
+
+struct swrq {
+	struct swrq_ent *ent;
+	unsigned int head, cnt, max;
+};
+
+int swrq_init(struct swrq *q, unsigned int max);
+/* -ENOMEM when @max receives are posted already. */
+int swrq_post(struct swrq *q, void *buf, uint32_t len, uint64_t wr_id);
+/*
+ * The receive the peer's next SEND of @len bytes (@send) or immediate
+ * consumes, without taking it; NULL, and a log line naming @who, when
+ * none is posted or a SEND does not fit it: fatal to the connection.
+ */
+struct swrq_ent *swrq_next(struct swrq *q, bool send, uint32_t len,
+			   const char *who);
+/* Take the receive swrq_next() returned. */
+void swrq_pop(struct swrq *q);
 
 #endif /* IBTRS_SWMR_H */

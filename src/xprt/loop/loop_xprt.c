@@ -102,12 +102,6 @@ struct loop_frame {
 	char data[];
 };
 
-struct loop_recv {
-	void *buf;
-	uint32_t len;
-	uint64_t wr_id;
-};
-
 struct loop_link;
 
 /**
@@ -121,8 +115,6 @@ struct loop_link;
  * @src: eventfd: frames, completions or a reset to handle
  * @timer: timerfd: frames held by a delay
  * @rq: posted receives, loop thread or before start
- * @rq_head: oldest posted receive
- * @rq_cnt: posted receives
  * @answer: server end: the accept answer, sent by start()
  * @has_answer: @answer is set
  * @local: this end's address
@@ -143,8 +135,7 @@ struct loop_ep {
 	struct ibtrs_loop *loop;
 	struct ibtrs_loop_src src;
 	struct ibtrs_loop_src timer;
-	struct loop_recv *rq;
-	unsigned int rq_head, rq_cnt;
+	struct swrq rq;
 	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
 	bool has_answer;
 	struct sockaddr_storage local, peer;
@@ -441,8 +432,7 @@ static int ep_init(struct loop_ep *e, struct ibtrs_xprt_pd *pd,
 {
 	e->pd = pd;
 	e->attr = *attr;
-	e->rq = calloc(attr->max_recv_wr, sizeof(*e->rq));
-	return e->rq ? 0 : -ENOMEM;
+	return swrq_init(&e->rq, attr->max_recv_wr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -569,33 +559,21 @@ static bool ep_report_one(struct loop_ep *e)
 static int ep_place(struct loop_ep *e, const struct loop_frame *f)
 {
 	struct ibtrs_wc wc = { .byte_len = f->len };
-	struct loop_recv *r;
+	struct swrq_ent *r;
 
 	switch (f->op) {
 	case LOOP_OP_SEND:
-		if (!e->rq_cnt) {
-			ibtrs_log_rl(IBTRS_LOG_ERR,
-				     "loop: SEND with no receive posted");
+		r = swrq_next(&e->rq, true, f->len, "loop");
+		if (!r)
 			return -EPROTO;
-		}
-		r = &e->rq[e->rq_head];
-		if (f->len > r->len) {
-			ibtrs_log_rl(
-				IBTRS_LOG_ERR,
-				"loop: SEND of %u bytes into a %u-byte receive",
-				f->len, r->len);
-			return -EPROTO;
-		}
 		if (f->len)
 			memcpy(r->buf, f->data, f->len);
 		wc.opcode = IBTRS_WC_RECV;
 		break;
 	case LOOP_OP_WRITE_IMM:
-		if (!e->rq_cnt) {
-			ibtrs_log_rl(IBTRS_LOG_ERR,
-				     "loop: immediate with no receive posted");
+		r = swrq_next(&e->rq, false, 0, "loop");
+		if (!r)
 			return -EPROTO;
-		}
 		/* fall through */
 	case LOOP_OP_WRITE:
 		if (f->len &&
@@ -608,7 +586,6 @@ static int ep_place(struct loop_ep *e, const struct loop_frame *f)
 		}
 		if (f->op == LOOP_OP_WRITE)
 			return 0;
-		r = &e->rq[e->rq_head];
 		wc.opcode = IBTRS_WC_RECV_IMM;
 		wc.imm = f->imm;
 		break;
@@ -616,8 +593,7 @@ static int ep_place(struct loop_ep *e, const struct loop_frame *f)
 		return -EPROTO;
 	}
 	wc.wr_id = r->wr_id;
-	e->rq_head = (e->rq_head + 1) % e->attr.max_recv_wr;
-	e->rq_cnt--;
+	swrq_pop(&e->rq);
 	e->base.handler->wc(&e->base, &wc);
 	return 0;
 }
@@ -833,17 +809,7 @@ static int loop_post_write(struct ibtrs_xprt_con *con, const struct iovec *iov,
 static int loop_post_recv(struct ibtrs_xprt_con *con, void *buf, uint32_t len,
 			  uint64_t wr_id)
 {
-	struct loop_ep *e = to_ep(con);
-	unsigned int slot;
-
-	if (e->rq_cnt == e->attr.max_recv_wr)
-		return -ENOMEM;
-	slot = (e->rq_head + e->rq_cnt) % e->attr.max_recv_wr;
-	e->rq[slot].buf = buf;
-	e->rq[slot].len = len;
-	e->rq[slot].wr_id = wr_id;
-	e->rq_cnt++;
-	return 0;
+	return swrq_post(&to_ep(con)->rq, buf, len, wr_id);
 }
 
 /* ------------------------------------------------------------------ */
@@ -926,7 +892,7 @@ static int loop_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 	uint64_t deadline = real_ns() + (uint64_t)timeout_ms * 1000000;
 	struct loop_listener *lst;
 	pthread_condattr_t ca;
-	struct loop_recv *rq;
+	struct swrq_ent *rq;
 	struct loop_link *l;
 	struct timespec ts;
 	struct loop_ep *e;
@@ -1032,8 +998,8 @@ static int loop_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 		ret = -ETIMEDOUT;
 		break;
 	}
-	rq = e->rq;
-	e->rq = NULL;
+	rq = e->rq.ent;
+	e->rq.ent = NULL;
 	link_put_locked(l, e, &last);
 	/* Once unlocked, the server end may free the link. */
 	pthread_mutex_unlock(&l->lock);
@@ -1043,7 +1009,7 @@ static int loop_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 	return ret;
 
 free_link:
-	free(e->rq);
+	free(e->rq.ent);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->cond);
 	free(l);
@@ -1245,7 +1211,7 @@ static void loop_disconnect(struct ibtrs_xprt_con *con)
 
 static void loop_destroy(struct ibtrs_xprt_con *con)
 {
-	struct loop_recv *rq;
+	struct swrq_ent *rq;
 	struct loop_link *l;
 	struct loop_ep *e;
 	bool last;
@@ -1261,8 +1227,8 @@ static void loop_destroy(struct ibtrs_xprt_con *con)
 	if (e->timer.fd >= 0)
 		close(e->timer.fd);
 	e->src.fd = e->timer.fd = -1;
-	rq = e->rq;
-	e->rq = NULL;
+	rq = e->rq.ent;
+	e->rq.ent = NULL;
 	link_put_locked(l, e, &last);
 	/* The peer resets on its next run. */
 	ep_kick(ep_peer(e));

@@ -64,12 +64,6 @@ struct tcp_wr {
 	struct iovec iov[]; /* [0] is the header */
 };
 
-struct tcp_recv {
-	void *buf;
-	uint32_t len;
-	uint64_t wr_id;
-};
-
 enum rx_state {
 	RX_HDR,
 	RX_PAYLOAD,
@@ -102,8 +96,7 @@ struct tcp_con {
 	int send_err;
 
 	/* receive side, loop thread only */
-	struct tcp_recv *rq;
-	unsigned int rq_head, rq_cnt;
+	struct swrq rq;
 	char *stage;
 	size_t st_head, st_tail;
 	enum rx_state state;
@@ -231,10 +224,10 @@ static struct tcp_con *tcp_con_alloc(int fd, struct ibtrs_xprt_pd *pd,
 	tcp_set_timeout(fd, attr->timeout_ms);
 	c->wr_stride = sizeof(struct tcp_wr) +
 		       (attr->max_send_sge + 1) * sizeof(struct iovec);
-	c->rq = calloc(attr->max_recv_wr, sizeof(*c->rq));
 	c->stage = malloc(TCP_STAGING);
-	if (!c->rq || !c->stage || tcp_wr_grow(c)) {
-		free(c->rq);
+	if (swrq_init(&c->rq, attr->max_recv_wr) || !c->stage ||
+	    tcp_wr_grow(c)) {
+		free(c->rq.ent);
 		free(c->stage);
 		free(c);
 		return NULL;
@@ -258,7 +251,7 @@ static void tcp_destroy(struct ibtrs_xprt_con *xcon)
 	pthread_cond_destroy(&c->sq_cond);
 	while (c->nr_slabs)
 		free(c->wr_slabs[--c->nr_slabs]);
-	free(c->rq);
+	free(c->rq.ent);
 	free(c->stage);
 	free(c);
 }
@@ -606,17 +599,7 @@ static int tcp_post_write(struct ibtrs_xprt_con *xcon, const struct iovec *iov,
 static int tcp_post_recv(struct ibtrs_xprt_con *xcon, void *buf, uint32_t len,
 			 uint64_t wr_id)
 {
-	struct tcp_con *c = to_tcp_con(xcon);
-	unsigned int slot;
-
-	if (c->rq_cnt == c->attr.max_recv_wr)
-		return -ENOMEM;
-	slot = (c->rq_head + c->rq_cnt) % c->attr.max_recv_wr;
-	c->rq[slot].buf = buf;
-	c->rq[slot].len = len;
-	c->rq[slot].wr_id = wr_id;
-	c->rq_cnt++;
-	return 0;
+	return swrq_post(&to_tcp_con(xcon)->rq, buf, len, wr_id);
 }
 
 /* ------------------------------------------------------------------ */
@@ -667,36 +650,23 @@ static int tcp_mr_resolve(struct tcp_con *c, uint32_t rkey, uint64_t raddr,
 static int tcp_rx_header(struct tcp_con *c)
 {
 	struct tcp_frame *f = &c->cur;
-	struct tcp_recv *r;
+	struct swrq_ent *r;
 
 	if (f->flags || f->reserved || f->len > TCP_MAX_FRAME_LEN)
 		return -EPROTO;
 	switch (f->op) {
 	case TCP_OP_SEND:
-		if (!c->rq_cnt) {
-			ibtrs_log_rl(IBTRS_LOG_ERR,
-				     "tcp: SEND with no receive posted");
+		r = swrq_next(&c->rq, true, f->len, "tcp");
+		if (!r)
 			return -EPROTO;
-		}
-		r = &c->rq[c->rq_head];
-		if (f->len > r->len) {
-			ibtrs_log_rl(
-				IBTRS_LOG_ERR,
-				"tcp: SEND of %u bytes into a %u-byte receive",
-				f->len, r->len);
-			return -EPROTO;
-		}
 		c->dst[0].iov_base = r->buf;
 		c->dst[0].iov_len = f->len;
 		c->dst_cnt = 1;
 		c->dst_idx = 0;
 		break;
 	case TCP_OP_WRITE_IMM:
-		if (!c->rq_cnt) {
-			ibtrs_log_rl(IBTRS_LOG_ERR,
-				     "tcp: immediate with no receive posted");
+		if (!swrq_next(&c->rq, false, 0, "tcp"))
 			return -EPROTO;
-		}
 		/* fall through */
 	case TCP_OP_WRITE:
 		c->dst_cnt = 0;
@@ -722,14 +692,11 @@ static int tcp_rx_header(struct tcp_con *c)
 static void tcp_rx_complete(struct tcp_con *c)
 {
 	struct ibtrs_wc wc = { .byte_len = c->cur.len };
-	struct tcp_recv *r;
 
 	if (c->cur.op == TCP_OP_WRITE)
 		return;
-	r = &c->rq[c->rq_head];
-	c->rq_head = (c->rq_head + 1) % c->attr.max_recv_wr;
-	c->rq_cnt--;
-	wc.wr_id = r->wr_id;
+	wc.wr_id = c->rq.ent[c->rq.head].wr_id;
+	swrq_pop(&c->rq);
 	if (c->cur.op == TCP_OP_SEND) {
 		wc.opcode = IBTRS_WC_RECV;
 	} else {
