@@ -1098,16 +1098,31 @@ static void path_remove_fn(void *arg)
 		clt_fail_pending(path->sess, -ECONNABORTED);
 }
 
-int ibtrs_clt_remove_path(struct ibtrs_clt *sess, unsigned int idx)
+/*
+ * The path a control call acts on, or NULL for a bad or removed index; a
+ * reconnect the connector has scheduled for it is called off, the caller
+ * decides what happens next.
+ */
+static struct clt_path *path_for_control(struct ibtrs_clt *sess,
+					 unsigned int idx)
 {
 	struct clt_path *path = sess ? clt_path_get(sess, idx) : NULL;
-	uint64_t deadline;
 
 	if (!path || path_state(path) == IBTRS_PATH_DEAD)
-		return -ENOENT;
+		return NULL;
 	pthread_mutex_lock(&sess->conn_lock);
 	path->next_try_ns = 0;
 	pthread_mutex_unlock(&sess->conn_lock);
+	return path;
+}
+
+int ibtrs_clt_remove_path(struct ibtrs_clt *sess, unsigned int idx)
+{
+	struct clt_path *path = path_for_control(sess, idx);
+	uint64_t deadline;
+
+	if (!path)
+		return -ENOENT;
 	pthread_mutex_lock(&path->connect_lock);
 	/* No new requests; let those in flight finish (bounded). */
 	ibtrs_loop_call(sess->loop, path_closing_fn, path);
@@ -1140,13 +1155,10 @@ static void path_disconnect_fn(void *arg)
 
 int ibtrs_clt_disconnect_path(struct ibtrs_clt *sess, unsigned int idx)
 {
-	struct clt_path *path = sess ? clt_path_get(sess, idx) : NULL;
+	struct clt_path *path = path_for_control(sess, idx);
 
-	if (!path || path_state(path) == IBTRS_PATH_DEAD)
+	if (!path)
 		return -ENOENT;
-	pthread_mutex_lock(&sess->conn_lock);
-	path->next_try_ns = 0;
-	pthread_mutex_unlock(&sess->conn_lock);
 	ibtrs_loop_call(sess->loop, path_disconnect_fn, path);
 	return 0;
 }
@@ -1164,13 +1176,10 @@ static void path_reset_fn(void *arg)
 
 int ibtrs_clt_reconnect_path(struct ibtrs_clt *sess, unsigned int idx)
 {
-	struct clt_path *path = sess ? clt_path_get(sess, idx) : NULL;
+	struct clt_path *path = path_for_control(sess, idx);
 
-	if (!path || path_state(path) == IBTRS_PATH_DEAD)
+	if (!path)
 		return -ENOENT;
-	pthread_mutex_lock(&sess->conn_lock);
-	path->next_try_ns = 0;
-	pthread_mutex_unlock(&sess->conn_lock);
 	atomic_store(&path->attempts, 0);
 	pthread_mutex_lock(&path->connect_lock);
 	ibtrs_loop_call(sess->loop, path_reset_fn, path);
