@@ -285,21 +285,6 @@ static void open_fails(const char *name, const struct ibtrs_addr *paths,
 	}
 }
 
-/* A TCP port on 127.0.0.1 that nothing listens on (just now). */
-static uint16_t free_port(void)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	CHECK(fd >= 0);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	close(fd);
-	return ntohs(sin.sin_port);
-}
-
 static void test_open_args(void)
 {
 	struct sockaddr_storage dst[IBTRS_MAX_PATHS + 1];
@@ -326,7 +311,7 @@ static void test_open_args(void)
 	open_fails("ok", paths, IBTRS_MAX_PATHS + 1, srv.port, EINVAL);
 	open_fails("ok", NULL, 1, srv.port, EINVAL);
 	/* No listener on the port. */
-	open_fails("ok", paths, 1, free_port(), ECONNREFUSED);
+	open_fails("ok", paths, 1, h_free_port(), ECONNREFUSED);
 	/* The longest valid name (NAME_MAX - 1 bytes) works, both ends. */
 	longname[NAME_MAX - 1] = '\0';
 	{

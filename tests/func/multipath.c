@@ -137,21 +137,6 @@ static void test_two_paths(void)
 	ibtrs_clt_close(sess);
 }
 
-/* A TCP port on 127.0.0.1 that nothing listens on (just now). */
-static uint16_t free_port(void)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	CHECK(fd >= 0);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	close(fd);
-	return ntohs(sin.sin_port);
-}
-
 static void test_dead_path(void)
 {
 	struct ibtrs_path_stats st[2];
@@ -161,7 +146,7 @@ static void test_dead_path(void)
 	const char *strs[2] = { "ip:127.0.0.1", dead };
 	uint64_t calls0 = atomic_load(&srv.rdma_calls);
 
-	snprintf(dead, sizeof(dead), "ip:127.0.0.1:%u", free_port());
+	snprintf(dead, sizeof(dead), "ip:127.0.0.1:%u", h_free_port());
 	sess = h_clt_open_strs("mp-dead", srv.port, strs, 2, 0, NULL, NULL);
 	if (!sess) {
 		fprintf(stderr, "session with a dead second path: %s\n",

@@ -26,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -445,6 +448,21 @@ static inline int h_srv_link_ev(struct ibtrs_srv *sess,
 		return 0;
 	}
 	return 0;
+}
+
+/* A TCP port on 127.0.0.1 that nothing listens on (just now). */
+static inline uint16_t h_free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(fd >= 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	return ntohs(sin.sin_port);
 }
 
 /**
