@@ -8,20 +8,6 @@
 # shellcheck source-path=SCRIPTDIR source=common.bash
 . "$(dirname "$0")/common.bash"
 
-# expect STATUS CMD...: run "ibtrs CMD..." (bounded), check the exit status
-# and that stderr is exactly one line starting with "ibtrs: ".
-expect() {
-	local want=$1 rc lines
-	shift
-	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
-	rc=$?
-	lines=$(wc -l <"$TMP/err")
-	echo "ibtrs $*: exit $rc: $(cat "$TMP/err")"
-	[ "$rc" -eq "$want" ] || fail "ibtrs $*: exit $rc, expected $want"
-	[ "$lines" -eq 1 ] || fail "ibtrs $*: $lines lines on stderr"
-	grep -q '^ibtrs: ' "$TMP/err" || fail "ibtrs $*: no 'ibtrs: ' prefix"
-}
-
 # expect_ok CMD...: exit 0, something on stdout, nothing on stderr.
 expect_ok() {
 	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null ||

@@ -80,3 +80,17 @@ run_bounded() {
 	shift
 	timeout -k 5 "$t" "$@"
 }
+
+# expect STATUS CMD...: run "ibtrs CMD..." (bounded), check the exit status
+# and that stderr is exactly one line starting with "ibtrs: ".
+expect() {
+	local want=$1 rc lines
+	shift
+	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	rc=$?
+	lines=$(wc -l <"$TMP/err")
+	echo "ibtrs $*: exit $rc: $(cat "$TMP/err")"
+	[ "$rc" -eq "$want" ] || fail "ibtrs $*: exit $rc, expected $want"
+	[ "$lines" -eq 1 ] || fail "ibtrs $*: $lines lines on stderr"
+	grep -q '^ibtrs: ' "$TMP/err" || fail "ibtrs $*: no 'ibtrs: ' prefix"
+}

@@ -108,19 +108,6 @@ wait_state() {
 	fail "path $1 is '$st', not '$2'"
 }
 
-# expect STATUS CMD...: exit STATUS, exactly one "ibtrs: " line on stderr.
-expect() {
-	local want=$1 rc lines
-	shift
-	run_bounded 30 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
-	rc=$?
-	lines=$(wc -l <"$TMP/err")
-	echo "ibtrs $*: exit $rc: $(cat "$TMP/err")"
-	[ "$rc" -eq "$want" ] || fail "ibtrs $*: exit $rc, expected $want"
-	[ "$lines" -eq 1 ] || fail "ibtrs $*: $lines lines on stderr"
-	grep -q '^ibtrs: ' "$TMP/err" || fail "ibtrs $*: no 'ibtrs: ' prefix"
-}
-
 # ok CMD...: exit 0, nothing on stderr; stdout in $TMP/out.
 ok() {
 	run_bounded 40 "$IBTRS" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null ||
