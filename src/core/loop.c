@@ -267,7 +267,9 @@ void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w)
 		kick = true;
 	}
 	pthread_mutex_unlock(&loop->lock);
-	if (kick)
+	/* The loop thread runs queued work before it waits again: waking
+	 * it from itself would only cost a system call. */
+	if (kick && !ibtrs_loop_on_thread(loop))
 		loop_kick(loop);
 }
 
