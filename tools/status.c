@@ -1522,6 +1522,37 @@ static int st_command(pid_t pid, const char *req, long long *result)
 }
 
 /**
+ * st_session_command() - send a control command to the process holding a
+ * session
+ * @sess: the session name
+ * @only: --pid, 0 if not given
+ * @result: filled with the "result" of a successful command
+ * @fmt: printf format of the request line
+ *
+ * Return: 0, or an exit status after printing one error line.
+ */
+static int st_session_command(const char *sess, pid_t only, long long *result,
+			      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int st_session_command(const char *sess, pid_t only, long long *result,
+			      const char *fmt, ...)
+{
+	char req[512];
+	va_list ap;
+	pid_t pid;
+	int ret;
+
+	ret = st_find(sess, only, &pid);
+	if (ret)
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(req, sizeof(req), fmt, ap);
+	va_end(ap);
+	return st_command(pid, req, result);
+}
+
+/**
  * st_ctl_opts() - parse the options of a control command
  * @cmd: the subcommand, for messages
  * @argc: argument count
@@ -1634,11 +1665,10 @@ int cmd_path(int argc, char *argv[])
 	static const char *const ops[] = { "remove", "reconnect",
 					   "disconnect" };
 	const char *op, *sess, *arg;
-	char req[512];
 	unsigned int idx = 0;
 	long long res;
 	bool help;
-	pid_t only, pid;
+	pid_t only;
 	size_t i;
 	int ret;
 
@@ -1676,11 +1706,8 @@ int cmd_path(int argc, char *argv[])
 		tool_err("invalid address '%s'", arg);
 		return TOOL_EXIT_USAGE;
 	}
-	ret = st_find(sess, only, &pid);
-	if (ret)
-		return ret;
-	snprintf(req, sizeof(req), "path %s %s %s", op, sess, arg);
-	ret = st_command(pid, req, &res);
+	ret = st_session_command(sess, only, &res, "path %s %s %s", op, sess,
+				 arg);
 	if (ret)
 		return ret;
 	if (!strcmp(op, "add"))
@@ -1725,10 +1752,9 @@ int cmd_policy(int argc, char *argv[])
 	static const char *const names[] = { "rr", "round-robin",
 					     "min-inflight", "min-latency" };
 	const char *sess, *pol;
-	char req[512];
 	long long res;
 	bool help;
-	pid_t only, pid;
+	pid_t only;
 	size_t i;
 	int ret;
 
@@ -1752,11 +1778,7 @@ int cmd_policy(int argc, char *argv[])
 			pol);
 		return TOOL_EXIT_USAGE;
 	}
-	ret = st_find(sess, only, &pid);
-	if (ret)
-		return ret;
-	snprintf(req, sizeof(req), "policy %s %s", sess, pol);
-	ret = st_command(pid, req, &res);
+	ret = st_session_command(sess, only, &res, "policy %s %s", sess, pol);
 	if (ret)
 		return ret;
 	printf("policy of %s set to %s\n", sess,
@@ -1838,10 +1860,9 @@ static int st_reset_all(pid_t only)
 int cmd_stats(int argc, char *argv[])
 {
 	const char *sess;
-	char req[512];
 	long long res;
 	bool help;
-	pid_t only, pid;
+	pid_t only;
 	int ret;
 
 	ret = st_ctl_opts("stats", argc, argv, usage_stats, &only, &help);
@@ -1860,11 +1881,7 @@ int cmd_stats(int argc, char *argv[])
 	ret = st_check_name(sess);
 	if (ret)
 		return ret;
-	ret = st_find(sess, only, &pid);
-	if (ret)
-		return ret;
-	snprintf(req, sizeof(req), "stats reset %s", sess);
-	ret = st_command(pid, req, &res);
+	ret = st_session_command(sess, only, &res, "stats reset %s", sess);
 	if (ret)
 		return ret;
 	printf("statistics of %s reset\n", sess);
@@ -1908,11 +1925,10 @@ int cmd_fault(int argc, char *argv[])
 	static const char *const types[] = { "none", "drop", "delay", "close" };
 	const char *sess, *type, *arg = NULL;
 	unsigned int idx;
-	char req[512];
 	long long res;
 	uint64_t ms = 0;
 	bool help;
-	pid_t only, pid;
+	pid_t only;
 	size_t i;
 	int ret;
 
@@ -1950,15 +1966,13 @@ int cmd_fault(int argc, char *argv[])
 			 arg ? " (not '" : "", arg ? arg : "", arg ? "')" : "");
 		return TOOL_EXIT_USAGE;
 	}
-	ret = st_find(sess, only, &pid);
-	if (ret)
-		return ret;
 	if (arg)
-		snprintf(req, sizeof(req), "fault %s %u %s %llu", sess, idx,
-			 type, (unsigned long long)ms);
+		ret = st_session_command(sess, only, &res,
+					 "fault %s %u %s %llu", sess, idx, type,
+					 (unsigned long long)ms);
 	else
-		snprintf(req, sizeof(req), "fault %s %u %s", sess, idx, type);
-	ret = st_command(pid, req, &res);
+		ret = st_session_command(sess, only, &res, "fault %s %u %s",
+					 sess, idx, type);
 	if (ret)
 		return ret;
 	if (!strcmp(type, "none"))
