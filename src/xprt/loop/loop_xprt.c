@@ -559,7 +559,7 @@ static bool ep_report_one(struct loop_ep *e)
 static int ep_place(struct loop_ep *e, const struct loop_frame *f)
 {
 	struct ibtrs_wc wc = { .byte_len = f->len };
-	struct swrq_ent *r;
+	struct swrq_ent *r = NULL;
 
 	switch (f->op) {
 	case LOOP_OP_SEND:
