@@ -5,7 +5,9 @@
  * Send side: work requests queue on the connection; whoever finds nobody
  * flushing gathers every queued frame (headers and the callers' buffers)
  * into one sendmsg. While the loop thread is processing received frames it
- * holds the flush back, so that the answers it posts leave together.
+ * holds the flush back, so that the answers it posts leave together, up to
+ * TCP_EARLY_FRAMES or TCP_EARLY_BYTES: then they leave early and the peer
+ * works on them while the rest of the batch is parsed.
  *
  * Receive side: reads land in a staging buffer that holds many small frames
  * per system call; a payload that did not arrive with its header is read
@@ -45,6 +47,14 @@
 #define TCP_LARGE_STAGE 4096	 /* staging read size while frames are large */
 #define TCP_RX_BUDGET (4u << 20) /* bytes per event before yielding */
 #define TCP_FLUSH_WRS 64	 /* work requests per sendmsg */
+/*
+ * While the loop thread processes received frames, what it posts waits for
+ * the end of the batch, to go out in one sendmsg. A batch as long as this
+ * goes out early, so that the peer works on it while the rest is parsed:
+ * the two ends then run in parallel instead of taking turns.
+ */
+#define TCP_EARLY_FRAMES 24
+#define TCP_EARLY_BYTES (512u << 10)
 #define TCP_FLUSH_IOVS 1024
 #define TCP_MAX_PENDING 128	  /* accepted sockets waiting for their hello */
 #define TCP_HELLO_TIMEOUT_MS 5000 /* a peer silent this long is dropped */
@@ -90,8 +100,10 @@ struct tcp_con {
 	unsigned int nr_slabs;
 	size_t wr_stride;
 	bool flushing;
-	bool blocked; /* waiting for EPOLLOUT */
-	bool in_rx;   /* loop thread is processing received frames */
+	bool blocked;		/* waiting for EPOLLOUT */
+	bool in_rx;		/* loop thread is processing received frames */
+	unsigned int sq_frames; /* frames queued since the last flush began */
+	size_t sq_bytes;	/* and their payload bytes */
 	bool dead;
 	int send_err;
 
@@ -395,7 +407,6 @@ static void tcp_complete_sends(struct tcp_con *c, struct tcp_wr **done,
 	pthread_mutex_unlock(&c->sq_lock);
 }
 
-/* Drop queued work requests of a dead connection; under sq_lock. */
 /*
  * Complete every queued work request of a dead connection with
  * -ECANCELED, as verbs flushes a QP in error. Nobody is flushing.
@@ -429,19 +440,22 @@ static void tcp_flush_errors(struct tcp_con *c)
 /*
  * Send everything queued, many frames per sendmsg. Runs on whichever
  * thread finds nobody else flushing; returns with the queue empty, or
- * with EPOLLOUT armed, or with the connection failed.
+ * with EPOLLOUT armed, or with the connection failed. While the loop thread
+ * processes received frames only an @early flush (a long queue) sends.
  */
-static void tcp_flush(struct tcp_con *c)
+static void tcp_flush(struct tcp_con *c, bool early)
 {
 	struct iovec iov[TCP_FLUSH_IOVS];
 	struct tcp_wr *done[TCP_FLUSH_WRS];
 
 	pthread_mutex_lock(&c->sq_lock);
-	if (c->flushing || c->blocked || c->dead || c->in_rx) {
+	if (c->flushing || c->blocked || c->dead || (c->in_rx && !early)) {
 		pthread_mutex_unlock(&c->sq_lock);
 		return;
 	}
 	c->flushing = true;
+	c->sq_frames = 0;
+	c->sq_bytes = 0;
 	while (c->sq_head && !c->dead) {
 		struct msghdr msg = { .msg_iov = iov };
 		size_t skip = c->head_off, sent;
@@ -527,7 +541,7 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	struct tcp_wr *wr;
 	size_t len = 0;
 	unsigned int i;
-	bool started;
+	bool started, early;
 
 	if (cnt > c->attr.max_send_sge)
 		return -EINVAL;
@@ -564,10 +578,14 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 		c->sq_head = wr;
 	c->sq_tail = wr;
 	started = c->started;
+	c->sq_frames++;
+	c->sq_bytes += len;
+	early = c->sq_frames >= TCP_EARLY_FRAMES ||
+		c->sq_bytes >= TCP_EARLY_BYTES;
 	pthread_mutex_unlock(&c->sq_lock);
 
 	if (started)
-		tcp_flush(c);
+		tcp_flush(c, early);
 	return 0;
 }
 
@@ -878,7 +896,7 @@ static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 		return;
 	}
 	if (!c->failed)
-		tcp_flush(c);
+		tcp_flush(c, false);
 }
 
 static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
@@ -915,7 +933,7 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	if (c->blocked)
 		ibtrs_loop_mod(loop, &c->src, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 	pthread_mutex_unlock(&c->sq_lock);
-	tcp_flush(c);
+	tcp_flush(c, false);
 	return 0;
 }
 

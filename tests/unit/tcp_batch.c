@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tcp_batch.c - the tcp backend's early flush, against its ops table.
+ *
+ * While the loop thread parses a batch of received frames, what the
+ * completion handler posts is held back, to leave in one sendmsg when the
+ * batch ends; once TCP_EARLY_FRAMES (24) frames are queued they go out
+ * early, so that the peer works on them while the rest is parsed.
+ *
+ * A server connection of the backend on 127.0.0.1 answers every receive
+ * with one SEND. The client is a raw socket, so that it can put 96 SEND
+ * frames into the server's socket before the server reads any of them:
+ * the server loop is parked in a work item while they are written and
+ * until the client's send queue is acknowledged, then it reads all 96 in
+ * one batch. From inside the handler, the server looks at the client's
+ * socket: after 16 receives (fewer than 24 answers queued) nothing may be
+ * readable yet, after 64 the answers flushed early must be. Since nothing
+ * else sends on the connection while the handler runs, a backend without
+ * the early flush never makes them readable there. Then the client reads
+ * the 96 answers, in order.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "tcp/tcp_proto.h"
+#include "test.h"
+#include "xprt.h"
+
+#define NR_FRAMES 96
+#define PROBE_LOW 16 /* receives handled when nothing may have left */
+#define PROBE_AT 64  /* receives handled when early answers must be there */
+#define NR_RECVS 128
+#define RBUF_LEN 64
+#define REQ_LEN 16
+#define RSP_LEN 8
+#define RSP_FRAME (sizeof(struct tcp_frame) + RSP_LEN)
+#define WAIT_MS 10000
+#define PROBE_WAIT_MS 5000
+#define WATCHDOG_S 60
+
+static const struct ibtrs_xprt_ops *ops;
+
+static const struct ibtrs_xprt_con_attr con_attr = {
+	.max_send_wr = 256,
+	.max_recv_wr = 256,
+	.max_send_sge = 2,
+};
+
+/* The server; "loop thread" fields are touched by the server loop only. */
+static struct {
+	struct ibtrs_loop *loop;
+	struct ibtrs_xprt_pd *pd;
+	struct ibtrs_xprt_listener *listener;
+	struct ibtrs_work park;
+	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* under lock */
+	struct ibtrs_xprt_con *con;
+	int cli_fd; /* the raw client socket, probed by the handler */
+	bool accepted;
+	int accept_ret;
+	bool parked, go;
+	unsigned int recvs, sends, errs;
+	int err, bad_line;
+	bool low_readable;
+	bool probed, now_readable, readable;
+	int probe_bytes;
+	double probe_wait;
+
+	/* loop thread */
+	char rbuf[NR_RECVS][RBUF_LEN];
+	uint64_t rsp[NR_FRAMES];
+	unsigned int handled;
+} srv;
+
+static void watchdog(int sig)
+{
+	static const char msg[] = "tcp_batch: watchdog expired, test hangs\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
+static struct timespec deadline(int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+/* Wait on srv.cond, srv.lock held, until @pred or WAIT_MS passed. */
+#define SRV_WAIT(pred)                                                   \
+	do {                                                             \
+		struct timespec ts_ = deadline(WAIT_MS);                 \
+		while (!(pred))                                          \
+			if (pthread_cond_timedwait(&srv.cond, &srv.lock, \
+						   &ts_))                \
+				break;                                   \
+	} while (0)
+
+/* Whether @fd has bytes to read (or an end of stream) within @ms. */
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+
+	do {
+		n = poll(&p, 1, ms);
+	} while (n < 0 && errno == EINTR);
+	return n == 1 && (p.revents & POLLIN);
+}
+
+static int inq_bytes(int fd)
+{
+	int n = 0;
+
+	if (ioctl(fd, FIONREAD, &n))
+		return -1;
+	return n;
+}
+
+/* Record the first unexpected thing the handler saw; loop thread. */
+static void srv_bad(int line)
+{
+	pthread_mutex_lock(&srv.lock);
+	if (!srv.bad_line)
+		srv.bad_line = line;
+	pthread_cond_broadcast(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+/* One receive: answer it, post the receive again, probe the client. */
+static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
+{
+	unsigned int n = srv.handled, slot = n % NR_RECVS;
+	struct iovec iov;
+	uint64_t idx;
+	bool low = false, now = false, later = false;
+	double t0 = 0, waited = 0;
+	int fd, bytes = 0;
+
+	if (wc->status || wc->byte_len != REQ_LEN || wc->wr_id != slot ||
+	    n >= NR_FRAMES) {
+		srv_bad(__LINE__);
+		return;
+	}
+	memcpy(&idx, srv.rbuf[slot], sizeof(idx));
+	if (le64toh(idx) != n) {
+		srv_bad(__LINE__);
+		return;
+	}
+	srv.rsp[n] = htole64(n);
+	iov.iov_base = &srv.rsp[n];
+	iov.iov_len = RSP_LEN;
+	/* Not under srv.lock: the send may complete from inside the post. */
+	if (ops->post_send(con, &iov, 1, n, IBTRS_XPRT_SIGNALED) ||
+	    ops->post_recv(con, srv.rbuf[slot], RBUF_LEN, slot)) {
+		srv_bad(__LINE__);
+		return;
+	}
+	srv.handled = ++n;
+
+	pthread_mutex_lock(&srv.lock);
+	fd = srv.cli_fd;
+	pthread_mutex_unlock(&srv.lock);
+	if (n == PROBE_LOW)
+		low = readable(fd, 0);
+	if (n == PROBE_AT) {
+		/*
+		 * A loopback sendmsg usually delivers before it returns; the
+		 * bounded wait covers a delivery deferred to softirq. Without
+		 * an early flush nothing can arrive while this handler runs.
+		 */
+		now = readable(fd, 0);
+		t0 = t_now();
+		later = now || readable(fd, PROBE_WAIT_MS);
+		waited = t_now() - t0;
+		bytes = inq_bytes(fd);
+	}
+
+	pthread_mutex_lock(&srv.lock);
+	srv.recvs = n;
+	if (n == PROBE_LOW)
+		srv.low_readable = low;
+	if (n == PROBE_AT) {
+		srv.probed = true;
+		srv.now_readable = now;
+		srv.readable = later;
+		srv.probe_wait = waited;
+		srv.probe_bytes = bytes;
+	}
+	pthread_cond_broadcast(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
+{
+	if (wc->opcode == IBTRS_WC_RECV) {
+		srv_recv(con, wc);
+		return;
+	}
+	if (wc->opcode != IBTRS_WC_SEND || wc->status) {
+		srv_bad(__LINE__);
+		return;
+	}
+	pthread_mutex_lock(&srv.lock);
+	srv.sends++;
+	pthread_cond_broadcast(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+static void srv_err(struct ibtrs_xprt_con *con, int err)
+{
+	(void)con;
+	pthread_mutex_lock(&srv.lock);
+	srv.errs++;
+	srv.err = err;
+	pthread_cond_broadcast(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+static const struct ibtrs_xprt_handler srv_handler = {
+	.wc = srv_wc,
+	.err = srv_err,
+};
+
+static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
+			const struct ibtrs_connreq_info *info)
+{
+	struct ibtrs_xprt_con *con = NULL;
+	unsigned int i;
+	int ret;
+
+	(void)arg;
+	(void)info;
+	pthread_mutex_lock(&srv.lock);
+	ret = srv.accepted ? -EBUSY : 0; /* one connection only */
+	pthread_mutex_unlock(&srv.lock);
+	if (ret) {
+		ops->reject(req, srv.answer);
+		return;
+	}
+	ret = ops->accept(req, srv.pd, &con_attr, srv.answer, &con);
+	if (!ret) {
+		con->handler = &srv_handler;
+		con->ctx = NULL;
+		for (i = 0; !ret && i < NR_RECVS; i++)
+			ret = ops->post_recv(con, srv.rbuf[i], RBUF_LEN, i);
+	}
+	if (!ret)
+		ret = ops->start(con, srv.loop);
+	if (ret && con) {
+		ops->disconnect(con);
+		ops->destroy(con);
+		con = NULL;
+	}
+	pthread_mutex_lock(&srv.lock);
+	srv.con = con;
+	srv.accept_ret = ret;
+	srv.accepted = true;
+	pthread_cond_broadcast(&srv.cond);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+/* Hold the loop thread until the client's frames are all in. */
+static void srv_park(struct ibtrs_work *w)
+{
+	(void)w;
+	pthread_mutex_lock(&srv.lock);
+	srv.parked = true;
+	pthread_cond_broadcast(&srv.cond);
+	SRV_WAIT(srv.go);
+	pthread_mutex_unlock(&srv.lock);
+}
+
+static void do_disconnect(void *arg)
+{
+	ops->disconnect(arg);
+}
+
+static void do_listener_close(void *arg)
+{
+	ops->listener_close(arg);
+}
+
+/* ------------------------------------------------------------------ */
+/* the raw client                                                       */
+
+static int cli_connect(const struct sockaddr_storage *addr)
+{
+	struct pollfd p;
+	int fd, err = 0, one = 1;
+	socklen_t elen = sizeof(err);
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	CHECK(fd >= 0);
+	if (connect(fd, (const struct sockaddr *)addr,
+		    sizeof(struct sockaddr_in)) &&
+	    errno != EINPROGRESS) {
+		fprintf(stderr, "connect: %s\n", strerror(errno));
+		exit(1);
+	}
+	p.fd = fd;
+	p.events = POLLOUT;
+	CHECK_EQ(poll(&p, 1, WAIT_MS), 1);
+	CHECK_EQ(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen), 0);
+	CHECK_EQ(err, 0);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* Send all of @buf; returns the number of send() calls it took. */
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	int calls = 0;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		ssize_t n;
+
+		CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
+		n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "send: %s\n", strerror(errno));
+			exit(1);
+		}
+		calls++;
+		p += n;
+		len -= (size_t)n;
+	}
+	return calls;
+}
+
+/* Receive exactly @len bytes within WAIT_MS, or fail the test. */
+static void recv_all(int fd, void *buf, size_t len)
+{
+	double end = t_now() + WAIT_MS / 1000.0;
+	char *p = buf;
+
+	while (len) {
+		int left = (int)((end - t_now()) * 1000) + 1;
+		ssize_t n;
+
+		if (left <= 0 || !readable(fd, left)) {
+			fprintf(stderr, "client: %zu bytes missing\n", len);
+			exit(1);
+		}
+		n = recv(fd, p, len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "client: recv: %s\n",
+				n ? strerror(errno) : "end of stream");
+			exit(1);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Wait until the server acknowledged everything @fd sent. */
+static void wait_acked(int fd)
+{
+	double end = t_now() + WAIT_MS / 1000.0;
+	int outq;
+
+	for (;;) {
+		CHECK_EQ(ioctl(fd, SIOCOUTQ, &outq), 0);
+		if (!outq)
+			return;
+		if (t_now() > end) {
+			fprintf(stderr, "client: %d bytes never acked\n", outq);
+			exit(1);
+		}
+		usleep(1000);
+	}
+}
+
+/* The next frame that is not a heartbeat, in host order, and its payload. */
+static void recv_frame(int fd, struct tcp_frame *f, void *buf, size_t max)
+{
+	struct tcp_frame w;
+
+	do {
+		recv_all(fd, &w, sizeof(w));
+		f->op = w.op;
+		f->flags = w.flags;
+		f->reserved = le16toh(w.reserved);
+		f->imm = le32toh(w.imm);
+		f->len = le32toh(w.len);
+		f->rkey = le32toh(w.rkey);
+		f->raddr = le64toh(w.raddr);
+		CHECK_EQ(f->flags, 0);
+		CHECK(f->len <= max);
+		if (f->len)
+			recv_all(fd, buf, f->len);
+	} while (f->op == TCP_OP_WRITE_IMM && !f->len);
+}
+
+int main(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	static char batch[NR_FRAMES * (sizeof(struct tcp_frame) + REQ_LEN)];
+	struct tcp_hello hello = { .magic = TCP_HELLO_MAGIC };
+	struct sockaddr_storage bound;
+	struct tcp_frame f;
+	struct ibtrs_xprt_con *con;
+	char payload[RBUF_LEN];
+	unsigned int i;
+	uint64_t v;
+	char *p;
+	int fd, calls, ret;
+
+	signal(SIGALRM, watchdog);
+	signal(SIGPIPE, SIG_IGN);
+	alarm(WATCHDOG_S);
+
+	ops = ibtrs_xprt_find("tcp");
+	if (!ops) {
+		fprintf(stderr, "tcp backend not found: skip\n");
+		return T_SKIP;
+	}
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.cond, NULL);
+	srv.cli_fd = -1;
+	srv.park.fn = srv_park;
+	for (i = 0; i < IBTRS_XPRT_PRIV_LEN; i++)
+		srv.answer[i] = (uint8_t)(0xa0 + i);
+
+	CHECK_EQ(ibtrs_loop_create(&srv.loop, "srv", NULL, NULL, 0), 0);
+	CHECK_EQ(ops->pd_alloc(&srv.pd, 4), 0);
+	ret = ops->listen(srv.loop, (struct sockaddr *)&sin, srv_connreq, NULL,
+			  &srv.listener);
+	if (ret) {
+		fprintf(stderr, "cannot listen on 127.0.0.1: %s: skip\n",
+			strerror(-ret));
+		ops->pd_free(srv.pd);
+		ibtrs_loop_destroy(srv.loop);
+		return T_SKIP;
+	}
+	CHECK_EQ(ops->listener_addr(srv.listener, &bound), 0);
+	CHECK(((struct sockaddr_in *)&bound)->sin_port != 0);
+
+	/* Connect: hello out, the server's accept answer back. */
+	fd = cli_connect(&bound);
+	memset(hello.priv, 0x5c, sizeof(hello.priv));
+	send_all(fd, &hello, sizeof(hello));
+	recv_all(fd, &hello, sizeof(hello));
+	CHECK(!memcmp(hello.magic, TCP_HELLO_MAGIC, 4));
+	CHECK_EQ(le32toh(hello.status), TCP_HELLO_ACCEPT);
+	CHECK(!memcmp(hello.priv, srv.answer, sizeof(hello.priv)));
+	pthread_mutex_lock(&srv.lock);
+	SRV_WAIT(srv.accepted);
+	CHECK(srv.accepted);
+	CHECK_EQ(srv.accept_ret, 0);
+	con = srv.con;
+	srv.cli_fd = fd;
+	pthread_mutex_unlock(&srv.lock);
+
+	/* The 96 requests, each a SEND of 16 bytes: its index, then 0x77s. */
+	p = batch;
+	for (i = 0; i < NR_FRAMES; i++) {
+		struct tcp_frame w = {
+			.op = TCP_OP_SEND,
+			.len = htole32(REQ_LEN),
+		};
+
+		memcpy(p, &w, sizeof(w));
+		p += sizeof(w);
+		v = htole64(i);
+		memcpy(p, &v, sizeof(v));
+		memset(p + sizeof(v), 0x77, REQ_LEN - sizeof(v));
+		p += REQ_LEN;
+	}
+
+	/*
+	 * Park the server loop, write the batch, wait until the server's
+	 * kernel has it all, let the loop go: it reads the batch at once.
+	 */
+	ibtrs_loop_queue(srv.loop, &srv.park);
+	pthread_mutex_lock(&srv.lock);
+	SRV_WAIT(srv.parked);
+	CHECK(srv.parked);
+	pthread_mutex_unlock(&srv.lock);
+	calls = send_all(fd, batch, sizeof(batch));
+	wait_acked(fd);
+	pthread_mutex_lock(&srv.lock);
+	srv.go = true;
+	pthread_cond_broadcast(&srv.cond);
+	SRV_WAIT((srv.recvs == NR_FRAMES && srv.sends == NR_FRAMES) ||
+		 srv.errs || srv.bad_line);
+	if (srv.bad_line || srv.errs || srv.recvs != NR_FRAMES ||
+	    srv.sends != NR_FRAMES) {
+		fprintf(stderr,
+			"server: %u receives, %u sends completed, %u errors "
+			"(%d), unexpected completion at line %d\n",
+			srv.recvs, srv.sends, srv.errs, srv.err, srv.bad_line);
+		exit(1);
+	}
+	CHECK(srv.probed);
+	fprintf(stderr,
+		"batch of %u frames written in %d send(); after %d "
+		"receives: %s\n",
+		NR_FRAMES, calls, PROBE_LOW,
+		srv.low_readable ? "answers readable" : "nothing readable");
+	fprintf(stderr,
+		"after %d receives: %s at once, %s after %.3f s, %d bytes "
+		"(%d answers) queued\n",
+		PROBE_AT, srv.now_readable ? "readable" : "not readable",
+		srv.readable ? "readable" : "not readable", srv.probe_wait,
+		srv.probe_bytes, srv.probe_bytes / (int)RSP_FRAME);
+	/* Fewer than TCP_EARLY_FRAMES queued: still held for the batch. */
+	CHECK(!srv.low_readable);
+	/* Past it: answers left while the batch was being parsed. */
+	CHECK(srv.readable);
+	CHECK(srv.probe_bytes >= (int)RSP_FRAME);
+	printf("early flush: responses readable after %d of %d frames\n",
+	       PROBE_AT, NR_FRAMES);
+	pthread_mutex_unlock(&srv.lock);
+
+	/* Every answer, in order. */
+	for (i = 0; i < NR_FRAMES; i++) {
+		recv_frame(fd, &f, payload, sizeof(payload));
+		CHECK_EQ(f.op, TCP_OP_SEND);
+		CHECK_EQ(f.len, RSP_LEN);
+		memcpy(&v, payload, sizeof(v));
+		CHECK_EQ(le64toh(v), i);
+	}
+	CHECK(!readable(fd, 0));
+
+	ibtrs_loop_call(srv.loop, do_disconnect, con);
+	ops->destroy(con);
+	ibtrs_loop_call(srv.loop, do_listener_close, srv.listener);
+	pthread_mutex_lock(&srv.lock);
+	CHECK_EQ(srv.errs, 0);
+	CHECK_EQ(srv.bad_line, 0);
+	pthread_mutex_unlock(&srv.lock);
+	close(fd);
+	ops->pd_free(srv.pd);
+	ibtrs_loop_destroy(srv.loop);
+	pthread_cond_destroy(&srv.cond);
+	pthread_mutex_destroy(&srv.lock);
+	printf("tcp_batch: ok\n");
+	return 0;
+}
