@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,7 +85,7 @@ struct bench_req {
  * struct bench_thread - a submitter thread and the blocks it owns
  * @b: the benchmark
  * @thread: the thread
- * @lock: protects @free, @inflight, @busy, @hist and @ihist
+ * @lock: protects @free, @inflight, @busy, @seq, @rng, @hist and @ihist
  * @cond: signalled when a request completes
  * @reqs: @qd request slots
  * @free: free request slots
@@ -100,6 +101,7 @@ struct bench_req {
  * @hist: latency of successful requests in nanoseconds
  * @ihist: the same, since the last progress tick
  * @submitted: requests submitted, whose confirmation is due (atomic)
+ * @cb_submits: of those, submitted from a completion callback (atomic)
  * @confs: confirmations that ran (atomic)
  * @read_ops: successful READs (atomic)
  * @write_ops: successful WRITEs (atomic)
@@ -127,6 +129,7 @@ struct bench_thread {
 	struct hist hist;
 	struct hist ihist;
 	uint64_t submitted;
+	uint64_t cb_submits;
 	uint64_t confs;
 	uint64_t read_ops;
 	uint64_t write_ops;
@@ -181,6 +184,17 @@ const char *bench_rw_str(enum bench_rw rw)
 		return "randrw";
 	}
 	return "?";
+}
+
+/**
+ * bench_submit_str() - name of a submission mode
+ * @submit: the mode
+ *
+ * Return: "callback" or "thread".
+ */
+const char *bench_submit_str(enum bench_submit submit)
+{
+	return submit == BENCH_SUBMIT_THREAD ? "thread" : "callback";
 }
 
 /**
@@ -441,13 +455,16 @@ static void bench_note_gap(struct bench *b, uint64_t now)
 		;
 }
 
+static void bench_refill(struct bench_thread *t);
+
 /**
  * bench_conf() - completion of a request
  * @priv: the struct bench_req
  * @err: 0 or the negative errno of the failure
  *
  * The block of the request has no other request in flight, so its entry of
- * blk_seq may be read and written without the lock.
+ * blk_seq may be read and written without the lock. With --submit callback
+ * a successful completion submits the next request right here.
  */
 static void bench_conf(void *priv, int err)
 {
@@ -497,21 +514,29 @@ static void bench_conf(void *priv, int err)
 	}
 	ibtrs_clt_put_tag(b->sess, req->tag);
 	bench_req_done(t, req, lat);
+	if (!err && b->cfg->submit == BENCH_SUBMIT_CALLBACK)
+		bench_refill(t);
 }
 
 /**
- * bench_take_slot() - wait for a free request slot and pick a free block
+ * bench_take_slot() - take a free request slot and pick a free block
  * @t: the thread
+ * @wait: sleep until a slot is free
  *
- * Return: the slot with its block chosen and marked busy, or NULL when the
- * run is over.
+ * Return: the slot with its block chosen and marked busy, its direction
+ * and sequence number set, or NULL when the run is over or (!@wait) no slot
+ * is free.
  */
-static struct bench_req *bench_take_slot(struct bench_thread *t)
+static struct bench_req *bench_take_slot(struct bench_thread *t, bool wait)
 {
 	struct bench_req *req;
 	uint64_t blk;
 
 	pthread_mutex_lock(&t->lock);
+	if (!wait && t->inflight >= t->qd) {
+		pthread_mutex_unlock(&t->lock);
+		return NULL;
+	}
 	while (t->inflight >= t->qd && !bench_stopping(t->b)) {
 		t->waiting = true;
 		pthread_cond_wait(&t->cond, &t->lock);
@@ -530,6 +555,18 @@ static struct bench_req *bench_take_slot(struct bench_thread *t)
 		blk = blk + 1 == t->nblks ? 0 : blk + 1;
 	t->busy[blk] = 1;
 	req->blk = blk;
+	/* The direction and the sequence number, under the lock too: the
+	 * worker and the completion callbacks both take slots. */
+	if (t->b->cfg->rw == BENCH_READ)
+		req->dir = IBTRS_READ;
+	else if (t->b->cfg->rw == BENCH_WRITE)
+		req->dir = IBTRS_WRITE;
+	else
+		req->dir = rng_next(&t->rng) & 1 ? IBTRS_WRITE : IBTRS_READ;
+	if (req->dir == IBTRS_WRITE)
+		req->seq = ++t->seq;
+	else
+		req->seq = t->blk_seq ? t->blk_seq[blk] : 0;
 	pthread_mutex_unlock(&t->lock);
 	return req;
 }
@@ -558,8 +595,98 @@ static void bench_drain(struct bench_thread *t)
 }
 
 /**
+ * bench_submit() - fill a request slot and submit it
+ * @t: the thread owning the slot
+ * @req: the slot, its block chosen
+ * @tag: a tag for it
+ *
+ * On failure the tag is put back and the slot freed.
+ *
+ * Return: 0, or the negative errno of ibtrs_clt_request().
+ */
+static int bench_submit(struct bench_thread *t, struct bench_req *req,
+			struct ibtrs_tag *tag)
+{
+	struct bench *b = t->b;
+	const struct bench_cfg *cfg = b->cfg;
+	struct tool_blk_msg msg;
+	struct iovec vec, sg;
+	uint64_t off, seq;
+	int ret;
+
+	off = (t->first_blk + req->blk) * cfg->bs;
+	req->tag = tag;
+	if (!t->blk_seq)
+		;
+	else if (req->dir == IBTRS_WRITE)
+		pattern_fill(req->buf, cfg->bs, off, req->seq);
+	else
+		/* Stale data must not pass for good. */
+		memset(req->buf, 0xa5, cfg->bs);
+	/* A fresh id for every submission; the instance id moves on when
+	 * the 32-bit sequence wraps. */
+	seq = __atomic_add_fetch(&b->next_seq, 1, __ATOMIC_RELAXED);
+	msg.offset = htole64(off);
+	msg.len = htole32(cfg->bs);
+	msg.flags = 0;
+	msg.req_id = htole64(
+		((uint64_t)(uint32_t)(b->instance_id + (seq >> 32)) << 32) |
+		(seq & 0xffffffffull));
+	vec.iov_base = &msg;
+	vec.iov_len = sizeof(msg);
+	sg.iov_base = req->buf;
+	sg.iov_len = cfg->bs;
+
+	req->start_ns = tool_now_ns();
+	/* Counted first: the confirmation may run before the call returns. */
+	__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
+	ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, tag, req, &vec,
+				1, cfg->bs, &sg, 1);
+	if (ret) {
+		__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
+		/* The conf callback will not run. */
+		__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
+		bench_report(b, "cannot submit a %s: %s",
+			     req->dir == IBTRS_READ ? "READ" : "WRITE",
+			     strerror(-ret));
+		ibtrs_clt_put_tag(b->sess, tag);
+		bench_req_done(t, req, 0);
+	}
+	return ret;
+}
+
+/**
+ * bench_refill() - submit from a completion callback (--submit callback)
+ * @t: the thread whose request completed
+ *
+ * Fills the free slots of @t with tags taken without waiting. A slot for
+ * which no tag is free goes back; the submitter thread retries it.
+ */
+static void bench_refill(struct bench_thread *t)
+{
+	struct bench_req *req;
+	struct ibtrs_tag *tag;
+
+	while (!bench_stopping(t->b) && (req = bench_take_slot(t, false))) {
+		tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON,
+					IBTRS_TAG_NOWAIT);
+		if (!tag) {
+			bench_req_done(t, req, 0);
+			break;
+		}
+		if (bench_submit(t, req, tag))
+			break;
+		__atomic_fetch_add(&t->cb_submits, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/**
  * bench_worker() - a submitter thread
  * @arg: the struct bench_thread
+ *
+ * Keeps the thread's requests in flight. With --submit callback the
+ * completions do that, and this thread only starts them and steps in for
+ * requests that failed or found no tag.
  *
  * Return: NULL.
  */
@@ -567,26 +694,13 @@ static void *bench_worker(void *arg)
 {
 	struct bench_thread *t = arg;
 	struct bench *b = t->b;
-	const struct bench_cfg *cfg = b->cfg;
-	struct tool_blk_msg msg;
-	struct iovec vec, sg;
 	struct bench_req *req;
-	uint64_t off, seq;
+	struct ibtrs_tag *tag;
 	int ret;
 
-	while ((req = bench_take_slot(t))) {
-		if (cfg->rw == BENCH_READ)
-			req->dir = IBTRS_READ;
-		else if (cfg->rw == BENCH_WRITE)
-			req->dir = IBTRS_WRITE;
-		else
-			req->dir = rng_next(&t->rng) & 1 ? IBTRS_WRITE
-							 : IBTRS_READ;
-		off = (t->first_blk + req->blk) * cfg->bs;
-
-		req->tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON,
-					     IBTRS_TAG_WAIT);
-		if (!req->tag) {
+	while ((req = bench_take_slot(t, true))) {
+		tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+		if (!tag) {
 			ret = errno;
 			__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
 			bench_report(b, "cannot get a tag: %s", strerror(ret));
@@ -596,52 +710,92 @@ static void *bench_worker(void *arg)
 			usleep(BENCH_RETRY_US);
 			continue;
 		}
-
-		if (req->dir == IBTRS_WRITE) {
-			req->seq = ++t->seq;
-			if (t->blk_seq)
-				pattern_fill(req->buf, cfg->bs, off, req->seq);
-		} else {
-			req->seq = t->blk_seq ? t->blk_seq[req->blk] : 0;
-			if (t->blk_seq)
-				/* Stale data must not pass for good. */
-				memset(req->buf, 0xa5, cfg->bs);
-		}
-		/* A fresh id for every submission; the instance id moves on
-		 * when the 32-bit sequence wraps. */
-		seq = __atomic_add_fetch(&b->next_seq, 1, __ATOMIC_RELAXED);
-		msg.offset = htole64(off);
-		msg.len = htole32(cfg->bs);
-		msg.flags = 0;
-		msg.req_id = htole64(
-			((uint64_t)(uint32_t)(b->instance_id + (seq >> 32))
-			 << 32) |
-			(seq & 0xffffffffull));
-		vec.iov_base = &msg;
-		vec.iov_len = sizeof(msg);
-		sg.iov_base = req->buf;
-		sg.iov_len = cfg->bs;
-
-		req->start_ns = tool_now_ns();
-		/* Counted first: the confirmation may run before the call
-		 * returns. */
-		__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
-		ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, req->tag,
-					req, &vec, 1, cfg->bs, &sg, 1);
-		if (ret) {
-			__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
-			/* The conf callback will not run. */
-			__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
-			bench_report(b, "cannot submit a %s: %s",
-				     req->dir == IBTRS_READ ? "READ" : "WRITE",
-				     strerror(-ret));
-			ibtrs_clt_put_tag(b->sess, req->tag);
-			bench_req_done(t, req, 0);
+		if (bench_submit(t, req, tag))
 			usleep(BENCH_RETRY_US);
-		}
 	}
 	bench_drain(t);
 	return NULL;
+}
+
+/**
+ * struct bench_sync - a request waited for by the calling thread
+ */
+struct bench_sync {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+};
+
+static void bench_sync_conf(void *priv, int err)
+{
+	struct bench_sync *s = priv;
+
+	pthread_mutex_lock(&s->lock);
+	s->done = true;
+	s->err = err;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/**
+ * bench_srv_cpu() - ask the server for its CPU time (TOOL_BLK_STATS)
+ * @b: the benchmark
+ * @user_us: user CPU time of the server process, microseconds
+ * @sys_us: its kernel CPU time
+ *
+ * Return: 0, or a negative errno (a server that does not know the request
+ * answers -EOPNOTSUPP).
+ */
+static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
+{
+	struct bench_sync s = { .done = false };
+	struct tool_blk_stats st;
+	struct tool_blk_msg msg = { 0 };
+	struct iovec vec = { &msg, sizeof(msg) };
+	struct iovec sg = { &st, sizeof(st) };
+	struct ibtrs_tag *tag;
+	int ret;
+
+	tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+	if (!tag)
+		return -errno;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	msg.len = htole32(sizeof(st));
+	msg.flags = htole32(TOOL_BLK_STATS);
+	ret = ibtrs_clt_request(IBTRS_READ, bench_sync_conf, b->sess, tag, &s,
+				&vec, 1, sizeof(st), &sg, 1);
+	if (!ret) {
+		/* conf runs exactly once, at the latest when the session's
+		 * failover timeout expires. */
+		pthread_mutex_lock(&s.lock);
+		while (!s.done)
+			pthread_cond_wait(&s.cond, &s.lock);
+		pthread_mutex_unlock(&s.lock);
+		ret = s.err;
+	}
+	ibtrs_clt_put_tag(b->sess, tag);
+	pthread_cond_destroy(&s.cond);
+	pthread_mutex_destroy(&s.lock);
+	if (ret)
+		return ret;
+	*user_us = le64toh(st.user_us);
+	*sys_us = le64toh(st.sys_us);
+	return 0;
+}
+
+/* CPU time of this process, user and kernel, in microseconds. */
+static void bench_self_cpu(uint64_t *user_us, uint64_t *sys_us)
+{
+	struct rusage ru;
+
+	memset(&ru, 0, sizeof(ru));
+	getrusage(RUSAGE_SELF, &ru);
+	*user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+		   (uint64_t)ru.ru_utime.tv_usec;
+	*sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+		  (uint64_t)ru.ru_stime.tv_usec;
 }
 
 /**
@@ -810,6 +964,7 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 	res->verify_failures = BENCH_SUM(b, vfail);
 	res->verified = BENCH_SUM(b, verified);
 	res->submitted = BENCH_SUM(b, submitted);
+	res->cb_submits = BENCH_SUM(b, cb_submits);
 	res->lost = res->submitted - BENCH_SUM(b, confs);
 	res->max_gap_ms =
 		(double)__atomic_load_n(&b->max_gap_ns, __ATOMIC_RELAXED) / 1e6;
@@ -1001,6 +1156,9 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	struct ibtrs_addr paths[IBTRS_MAX_PATHS];
 	uint64_t nblks, per_thread, start, end, next_tick, stop_ns, last_done;
 	uint64_t last_ops = 0, last_ns, last_path_ops[IBTRS_MAX_PATHS] = { 0 };
+	uint64_t clt_user0, clt_sys0, clt_user1, clt_sys1;
+	uint64_t srv_user0 = 0, srv_sys0 = 0, srv_user1, srv_sys1;
+	bool srv_ok;
 	unsigned int i, qd, started = 0;
 	struct ibtrs_clt_opts opts;
 	struct ibtrs_attrs attrs;
@@ -1097,6 +1255,8 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		}
 	}
 
+	srv_ok = !bench_srv_cpu(&b, &srv_user0, &srv_sys0);
+	bench_self_cpu(&clt_user0, &clt_sys0);
 	start = tool_now_ns();
 	for (i = 0; i < b.nthreads; i++) {
 		err = pthread_create(&b.threads[i].thread, NULL, bench_worker,
@@ -1161,7 +1321,22 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	for (i = 0; i < started; i++)
 		bench_join(&b.threads[i]);
 	res->time_s = (double)(tool_now_ns() - start) / 1e9;
+	bench_self_cpu(&clt_user1, &clt_sys1);
+	res->clt_user_s = (double)(clt_user1 - clt_user0) / 1e6;
+	res->clt_sys_s = (double)(clt_sys1 - clt_sys0) / 1e6;
 	bench_paths(&b, res);
+	/* Only over a connected path: the answer must not wait for a
+	 * reconnect or a failover timeout. */
+	for (i = 0; i < res->path_cnt && srv_ok; i++) {
+		if (strcmp(res->paths[i].state, "connected"))
+			continue;
+		if (!bench_srv_cpu(&b, &srv_user1, &srv_sys1)) {
+			res->srv_cpu = true;
+			res->srv_user_s = (double)(srv_user1 - srv_user0) / 1e6;
+			res->srv_sys_s = (double)(srv_sys1 - srv_sys0) / 1e6;
+		}
+		break;
+	}
 	if (started == b.nthreads)
 		ret = 0;
 
@@ -1197,6 +1372,10 @@ void usage_bench(FILE *f)
 		"  --bs BYTES         request size, k/m suffixes (default %u)\n"
 		"  --qd N             requests in flight (default %u)\n"
 		"  --threads N        submitter threads (default %u)\n"
+		"  --submit MODE      who submits the next request when one\n"
+		"                     completes: callback (the completion callback,\n"
+		"                     on the library's thread; default) or thread\n"
+		"                     (the submitter threads, woken per batch)\n"
 		"  --time SEC         run time in seconds (default %g)\n"
 		"  --verify           write patterns and check every read\n"
 		"  --transport NAME   backend: tcp (default) or ofi (libfabric)\n"
@@ -1274,6 +1453,35 @@ static void bench_progress(void *arg, const struct bench_tick *tick)
 			(unsigned long long)tick->verify_failures);
 }
 
+/* CPU time per request in microseconds, or -1 without requests. */
+static double bench_us_per_req(const struct bench_res *res, double user_s,
+			       double sys_s)
+{
+	return res->ops ? (user_s + sys_s) * 1e6 / (double)res->ops : -1.0;
+}
+
+/**
+ * bench_print_cpu_json() - the "cpu" member of the JSON result
+ * @res: the result
+ *
+ * Per request: (user + sys) / requests; "server" is null when the server
+ * did not report its CPU time.
+ */
+static void bench_print_cpu_json(const struct bench_res *res)
+{
+	printf(",\"cpu\":{\"client\":{\"user_s\":%.3f,\"sys_s\":%.3f,"
+	       "\"us_per_req\":%.3f},\"server\":",
+	       res->clt_user_s, res->clt_sys_s,
+	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s));
+	if (res->srv_cpu)
+		printf("{\"user_s\":%.3f,\"sys_s\":%.3f,\"us_per_req\":%.3f}",
+		       res->srv_user_s, res->srv_sys_s,
+		       bench_us_per_req(res, res->srv_user_s, res->srv_sys_s));
+	else
+		printf("null");
+	printf("}");
+}
+
 /**
  * bench_print_json() - print a result as one JSON object on stdout
  * @cfg: the configuration
@@ -1299,6 +1507,10 @@ static void bench_print_json(const struct bench_cfg *cfg,
 	       (unsigned long long)res->lost, res->max_gap_ms, res->time_s,
 	       cfg->bs, cfg->qd, cfg->threads);
 	tool_json_str(stdout, bench_rw_str(cfg->rw));
+	printf(",\"submit\":");
+	tool_json_str(stdout, bench_submit_str(cfg->submit));
+	printf(",\"callback_submits\":%llu",
+	       (unsigned long long)res->cb_submits);
 	printf(",\"policy\":");
 	tool_json_str(stdout, res->policy);
 	printf(",\"paths\":[");
@@ -1326,6 +1538,7 @@ static void bench_print_json(const struct bench_cfg *cfg,
 		       (unsigned long long)p->lat_p999_us);
 	}
 	printf("]");
+	bench_print_cpu_json(res);
 	if (cfg->events) {
 		printf(",\"events\":[");
 		for (i = 0; i < res->event_cnt; i++) {
@@ -1359,9 +1572,10 @@ static void bench_print_table(const struct bench_cfg *cfg,
 	const struct bench_path_res *p;
 	size_t i;
 
-	printf("%s bench: rw=%s bs=%u qd=%u threads=%u policy=%s time=%.2fs%s\n",
+	printf("%s bench: rw=%s bs=%u qd=%u threads=%u submit=%s policy=%s time=%.2fs%s\n",
 	       TOOL_NAME, bench_rw_str(cfg->rw), cfg->bs, cfg->qd, cfg->threads,
-	       res->policy, res->time_s, cfg->verify ? " verify" : "");
+	       bench_submit_str(cfg->submit), res->policy, res->time_s,
+	       cfg->verify ? " verify" : "");
 	printf("%12s %10s %10s %10s %10s %12s %8s %8s\n", "IOPS", "MB/s",
 	       "p50 us", "p99 us", "p99.9 us", "ops", "errors", "vfail");
 	printf("%12.0f %10.2f %10.1f %10.1f %10.1f %12llu %8llu %8llu\n",
@@ -1377,6 +1591,15 @@ static void bench_print_table(const struct bench_cfg *cfg,
 		printf(", %llu reads verified, verify failures: %llu",
 		       (unsigned long long)res->verified,
 		       (unsigned long long)res->verify_failures);
+	printf("\nCPU per request: client %.2f us (user %.2f s, sys %.2f s)",
+	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s),
+	       res->clt_user_s, res->clt_sys_s);
+	if (res->srv_cpu)
+		printf(", server %.2f us (user %.2f s, sys %.2f s)",
+		       bench_us_per_req(res, res->srv_user_s, res->srv_sys_s),
+		       res->srv_user_s, res->srv_sys_s);
+	else
+		printf(", server n/a");
 	printf("\n\n%-40s %-14s %12s %9s %10s %10s\n", "path", "state", "ops",
 	       "failovers", "reconnects", "p99 us");
 	for (i = 0; i < res->path_cnt; i++) {
@@ -1428,6 +1651,7 @@ enum {
 	OPT_EVENTS,
 	OPT_INTERVAL_JSON,
 	OPT_TRANSPORT,
+	OPT_SUBMIT,
 };
 
 /**
@@ -1454,6 +1678,7 @@ int cmd_bench(int argc, char *argv[])
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "hb-timeout", required_argument, NULL, OPT_HB_TIMEOUT },
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
+		{ "submit", required_argument, NULL, OPT_SUBMIT },
 		{ "reconnect-delay", required_argument, NULL,
 		  OPT_RECONNECT_DELAY },
 		{ "max-reconnects", required_argument, NULL,
@@ -1522,6 +1747,15 @@ int cmd_bench(int argc, char *argv[])
 				return bench_bad_value("threads", optarg,
 						       "1..256");
 			cfg.threads = (uint32_t)v;
+			break;
+		case OPT_SUBMIT:
+			if (!strcmp(optarg, "callback"))
+				cfg.submit = BENCH_SUBMIT_CALLBACK;
+			else if (!strcmp(optarg, "thread"))
+				cfg.submit = BENCH_SUBMIT_THREAD;
+			else
+				return bench_bad_value("submit", optarg,
+						       "callback or thread");
 			break;
 		case OPT_TIME:
 			if (tool_parse_seconds(optarg, &cfg.time_s))

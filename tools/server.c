@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +198,40 @@ static void srv_ids_free(struct srv_ids *set)
 }
 
 /**
+ * srv_stats_req() - answer a TOOL_BLK_STATS request
+ * @id: the operation
+ * @dir: must be IBTRS_READ
+ * @msg: the message
+ * @data: where the answer goes
+ * @datalen: bytes at @data
+ *
+ * Return: 0 after answering, -EINVAL for a malformed request.
+ */
+static int srv_stats_req(struct ibtrs_srv_op *id, int dir,
+			 const struct tool_blk_msg *msg, void *data,
+			 size_t datalen)
+{
+	struct tool_blk_stats st = { 0 };
+	struct rusage ru;
+
+	if (dir != IBTRS_READ || msg->offset || datalen < sizeof(st) ||
+	    le32toh(msg->len) != datalen ||
+	    (le32toh(msg->flags) & ~TOOL_BLK_FLAGS_MASK))
+		return -EINVAL;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return -errno;
+	st.user_us = htole64((uint64_t)ru.ru_utime.tv_sec * 1000000u +
+			     (uint64_t)ru.ru_utime.tv_usec);
+	st.sys_us = htole64((uint64_t)ru.ru_stime.tv_sec * 1000000u +
+			    (uint64_t)ru.ru_stime.tv_usec);
+	st.requests = htole64(__atomic_load_n(&srv_requests, __ATOMIC_RELAXED));
+	memset(data, 0, datalen);
+	memcpy(data, &st, sizeof(st));
+	ibtrs_srv_resp_rdma(id, 0);
+	return 0;
+}
+
+/**
  * srv_rdma_ev() - serve one request of the block protocol
  * @sess: the session
  * @priv: the session's struct srv_disk
@@ -225,13 +260,19 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	uint32_t len;
 
 	(void)sess;
-	__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
-	if (!disk)
-		return -ENODEV;
-	if (usrlen < TOOL_BLK_MSG_V1_SIZE)
+	if (usrlen < TOOL_BLK_MSG_V1_SIZE) {
+		__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
 		return -EINVAL;
+	}
+	if (!disk) {
+		__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
+		return -ENODEV;
+	}
 	memset(&msg, 0, sizeof(msg));
 	memcpy(&msg, usr, usrlen < sizeof(msg) ? usrlen : sizeof(msg));
+	if (le32toh(msg.flags) & TOOL_BLK_STATS)
+		return srv_stats_req(id, dir, &msg, data, datalen);
+	__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
 	req_id = le64toh(msg.req_id);
 	if (req_id && srv_ids_seen(&srv_ids, req_id))
 		__atomic_fetch_add(&srv_duplicates, 1, __ATOMIC_RELAXED);

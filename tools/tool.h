@@ -34,7 +34,7 @@ enum {
  * @offset: byte offset into the session's target, little endian
  * @len: number of data bytes, equal to the request's data length, little
  *       endian
- * @flags: must be 0 (TOOL_BLK_FLAGS_MASK lists the known flags)
+ * @flags: 0, or TOOL_BLK_STATS (TOOL_BLK_FLAGS_MASK lists the known flags)
  * @req_id: identifier of the request, unique per client instance, little
  *          endian: a random 32-bit instance id in the high half and a
  *          sequence number (from 1) in the low half; 0 for none
@@ -44,6 +44,10 @@ enum {
  * the target fails with -EINVAL. The server counts requests whose @req_id it
  * has seen before: a request that ran twice. A message of
  * TOOL_BLK_MSG_V1_SIZE bytes (without @req_id) is still accepted.
+ *
+ * A READ with TOOL_BLK_STATS, @offset 0 and @len of at least
+ * sizeof(struct tool_blk_stats) reads the server's struct tool_blk_stats
+ * instead of the target; it is not counted as a request.
  */
 struct tool_blk_msg {
 	uint64_t offset;
@@ -52,13 +56,31 @@ struct tool_blk_msg {
 	uint64_t req_id;
 };
 
-#define TOOL_BLK_FLAGS_MASK 0u
+#define TOOL_BLK_STATS 1u
+#define TOOL_BLK_FLAGS_MASK TOOL_BLK_STATS
 #define TOOL_BLK_MSG_V1_SIZE 16
 
 _Static_assert(sizeof(struct tool_blk_msg) == 24,
 	       "struct tool_blk_msg must be 24 bytes on the wire");
 _Static_assert(offsetof(struct tool_blk_msg, req_id) == TOOL_BLK_MSG_V1_SIZE,
 	       "req_id must follow the 16-byte first version of the message");
+
+/**
+ * struct tool_blk_stats - what a TOOL_BLK_STATS READ returns, little endian
+ * @user_us: CPU time the server process spent in user mode (getrusage)
+ * @sys_us: and in the kernel
+ * @requests: requests the server ran, all sessions
+ * @reserved: 0
+ */
+struct tool_blk_stats {
+	uint64_t user_us;
+	uint64_t sys_us;
+	uint64_t requests;
+	uint64_t reserved;
+};
+
+_Static_assert(sizeof(struct tool_blk_stats) == 32,
+	       "struct tool_blk_stats must be 32 bytes on the wire");
 
 /*
  * util.c
@@ -176,6 +198,18 @@ struct bench_tick {
 typedef void(bench_progress_fn)(void *arg, const struct bench_tick *tick);
 
 /**
+ * enum bench_submit - who keeps the queue depth of a benchmark full
+ * @BENCH_SUBMIT_CALLBACK: the completion callback submits the next request
+ *                         (on the library's thread, as an event-driven
+ *                         application does)
+ * @BENCH_SUBMIT_THREAD: the submitter threads, woken by completions
+ */
+enum bench_submit {
+	BENCH_SUBMIT_CALLBACK,
+	BENCH_SUBMIT_THREAD,
+};
+
+/**
  * struct bench_cfg - what to run
  * @paths: path strings as accepted by ibtrs_addr_to_sockaddr()
  * @path_cnt: number of @paths
@@ -184,6 +218,7 @@ typedef void(bench_progress_fn)(void *arg, const struct bench_tick *tick);
  * @bs: data bytes of every request
  * @qd: requests in flight over all threads
  * @threads: submitter threads
+ * @submit: who submits the next request when one completes
  * @time_s: run time in seconds
  * @verify: write patterns and check what is read back
  * @quiet: do not report individual failures on stderr
@@ -205,6 +240,7 @@ struct bench_cfg {
 	uint32_t bs;
 	uint32_t qd;
 	uint32_t threads;
+	enum bench_submit submit;
 	double time_s;
 	bool verify;
 	bool quiet;
@@ -261,9 +297,15 @@ struct bench_path_res {
  * @verify_failures: READs whose data did not match
  * @verified: READs whose data was checked
  * @submitted: requests submitted (their confirmation was due)
+ * @cb_submits: of those, submitted from a completion callback
  * @lost: submitted requests whose confirmation never ran
  * @max_gap_ms: longest time during the run, after the first completion, in
  *              which no request completed successfully
+ * @clt_user_s, @clt_sys_s: CPU time of this process during the run
+ *                          (getrusage), user and kernel
+ * @srv_cpu: the server answered TOOL_BLK_STATS: @srv_user_s and
+ *           @srv_sys_s are valid
+ * @srv_user_s, @srv_sys_s: CPU time of the server process during the run
  * @policy: the session's multipath policy at the end, as text
  * @path_cnt: number of valid @paths entries
  * @paths: per-path counters
@@ -285,8 +327,14 @@ struct bench_res {
 	uint64_t verify_failures;
 	uint64_t verified;
 	uint64_t submitted;
+	uint64_t cb_submits;
 	uint64_t lost;
 	double max_gap_ms;
+	double clt_user_s;
+	double clt_sys_s;
+	bool srv_cpu;
+	double srv_user_s;
+	double srv_sys_s;
 	char policy[32];
 	size_t path_cnt;
 	struct bench_path_res paths[IBTRS_MAX_PATHS];
@@ -295,6 +343,7 @@ struct bench_res {
 };
 
 const char *bench_rw_str(enum bench_rw rw);
+const char *bench_submit_str(enum bench_submit submit);
 void bench_cfg_init(struct bench_cfg *cfg);
 void bench_print_event(FILE *f, const struct ibtrs_event *ev);
 int bench_run(const struct bench_cfg *cfg, struct bench_res *res);

@@ -145,10 +145,53 @@ cat "$out"
 [ "$rc" -eq 0 ] || fail "bench with a table exited with $rc"
 grep -q IOPS "$out" || fail "no IOPS in the table"
 grep -q 'verify failures: 0$' "$out" || fail "no verify summary"
+grep -Eq '^CPU per request: client [0-9.]+ us .*, server [0-9.]+ us' "$out" ||
+	fail "no CPU time per request of both sides in the table"
 grep -q 'lost 0,' "$out" || fail "no lost count in the table"
 grep -Eq '^path +state +ops +failovers +reconnects +p99 us$' "$out" ||
 	fail "no per-path columns in the table"
 [ -s "$TMP/table.err" ] && fail "--quiet bench wrote on stderr"
+
+# Both ways of keeping the queue full, with data verification: callback
+# (the default) submits from the completion callback, thread only from the
+# submitter threads. Both report the CPU time of both sides.
+for mode in callback thread; do
+	out=$TMP/submit-$mode.json
+	run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+		--rw randrw --threads 2 --qd 32 --time 1.5 --verify --json \
+		--submit "$mode" >"$out" 2>"$TMP/submit-$mode.err"
+	rc=$?
+	echo "submit $mode: exit $rc: $(cat "$out")"
+	[ "$rc" -eq 0 ] || fail "bench --submit $mode exited with $rc"
+	if [ "$mode" = callback ]; then
+		want='.callback_submits * 2 > .ops'
+	else
+		want='.callback_submits == 0'
+	fi
+	want="$want and .submit == \"$mode\" and .lost == 0 and
+		.verify_failures == 0 and .cpu.client.us_per_req > 0 and
+		.cpu.server.us_per_req > 0 and
+		.cpu.client.user_s + .cpu.client.sys_s > 0"
+	if [ "$JSON" = jq ]; then
+		jq -e "$want" "$out" >/dev/null ||
+			fail "bench --submit $mode: wrong result"
+	else
+		python3 - "$out" "$mode" <<'PY' || fail "bench --submit $mode: wrong result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["cpu"]
+ok = ((d["callback_submits"] * 2 > d["ops"]) if sys.argv[2] == "callback"
+      else d["callback_submits"] == 0)
+ok = (ok and d["submit"] == sys.argv[2] and d["lost"] == 0
+      and d["verify_failures"] == 0 and c["client"]["us_per_req"] > 0
+      and c["server"]["us_per_req"] > 0)
+sys.exit(0 if ok else 1)
+PY
+	fi
+done
+run_bounded 10 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--submit sideways --time 1 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--submit sideways was not a usage error"
 
 stop_server "$SRV_PID"
 echo PASS
