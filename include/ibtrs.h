@@ -422,6 +422,7 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
 #define IBTRS_DEFAULT_QUEUE_DEPTH 128
 #define IBTRS_DEFAULT_MAX_IO_SIZE (128 * 1024)
 #define IBTRS_MAX_QUEUE_DEPTH 4096
+#define IBTRS_MAX_BUSY_POLL_US 1000000
 
 /**
  * struct ibtrs_srv_opts - options of ibtrs_srv_open_opts()
@@ -439,6 +440,10 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  *                 client to come back, with its chunks and the results of
  *                 its requests (default 10000)
  * @no_control: keep the context off the process's control socket
+ * @busy_poll_us: after an event the server's thread polls for this many
+ *                microseconds before it sleeps (default 0: never;
+ *                at most IBTRS_MAX_BUSY_POLL_US); spends CPU to cut the
+ *                wake-up latency
  * @backend: backend name, NULL for the default ("tcp")
  * @rdma_ev: request callback
  * @link_ev: link event callback, may be NULL
@@ -456,6 +461,7 @@ struct ibtrs_srv_opts {
 	uint32_t hb_timeout_ms;
 	uint32_t sess_grace_ms;
 	bool no_control;
+	uint32_t busy_poll_us;
 };
 
 /**
@@ -535,6 +541,10 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  * @no_control: keep the session off the process's control socket (see
  *              ibtrs(7): `ibtrs status` and path control); the
  *              environment variable IBTRS_CONTROL=0 does the same for all
+ * @busy_poll_us: after an event the session's thread polls for this many
+ *                microseconds before it sleeps (default 0: never; at most
+ *                IBTRS_MAX_BUSY_POLL_US); spends CPU to cut the wake-up
+ *                latency of completions
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -555,6 +565,7 @@ struct ibtrs_clt_opts {
 	uint32_t hb_timeout_ms;
 	uint32_t failover_timeout_ms;
 	bool no_control;
+	uint32_t busy_poll_us;
 };
 
 /**

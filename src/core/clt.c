@@ -499,6 +499,7 @@ static int check_opts(const struct ibtrs_clt_opts *o)
 	    o->path_cnt > IBTRS_MAX_PATHS ||
 	    o->max_segments > CLT_MAX_SEGMENTS ||
 	    o->io_cons > CLT_MAX_IO_CONS || !o->connect_timeout_ms ||
+	    o->busy_poll_us > IBTRS_MAX_BUSY_POLL_US ||
 	    o->max_reconnect_attempts < -1 ||
 	    o->hb_timeout_ms < CLT_MIN_HB_TIMEOUT_MS ||
 	    (o->policy != IBTRS_MP_ROUND_ROBIN &&
@@ -615,6 +616,7 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 				tick_ms);
 	if (ret)
 		goto free_sess;
+	ibtrs_loop_set_busy_poll(sess->loop, opts.busy_poll_us);
 	ret = clt_connector_start(sess);
 	if (ret)
 		goto destroy_loop;

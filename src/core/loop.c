@@ -29,6 +29,8 @@ struct ibtrs_loop {
 	bool stop;			/* under @lock */
 	void (*tick)(void *arg);
 	void *tick_arg;
+	_Atomic uint32_t busy_poll_us; /* spin this long after an event */
+	_Atomic uint64_t empty_polls;  /* spins that found nothing */
 	char name[16];
 };
 
@@ -120,14 +122,22 @@ static void *loop_thread(void *arg)
 {
 	struct ibtrs_loop *loop = arg;
 	struct epoll_event ev[LOOP_MAX_EVENTS];
+	uint64_t last_event_ns = 0;
 
 	pthread_setname_np(pthread_self(), loop->name);
 	for (;;) {
-		int i, n;
+		uint32_t busy_us = atomic_load_explicit(&loop->busy_poll_us,
+							memory_order_relaxed);
+		int i, n, timeout = -1;
 
 		if (loop_run_work(loop))
 			break;
-		n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, -1);
+		/* Busy polling: no sleep (and no wake-up) for an event that
+		 * follows the last one within busy_us. */
+		if (busy_us && ibtrs_real_now_ns() - last_event_ns <
+				       (uint64_t)busy_us * 1000u)
+			timeout = 0;
+		n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -135,6 +145,12 @@ static void *loop_thread(void *arg)
 				  loop->name, strerror(errno));
 			break;
 		}
+		if (!n && !timeout)
+			atomic_fetch_add_explicit(&loop->empty_polls, 1,
+						  memory_order_relaxed);
+		if (n && atomic_load_explicit(&loop->busy_poll_us,
+					      memory_order_relaxed))
+			last_event_ns = ibtrs_real_now_ns();
 		for (i = 0; i < n; i++) {
 			struct ibtrs_loop_src *src = ev[i].data.ptr;
 
@@ -271,6 +287,17 @@ void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w)
 	 * it from itself would only cost a system call. */
 	if (kick && !ibtrs_loop_on_thread(loop))
 		loop_kick(loop);
+}
+
+void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us)
+{
+	atomic_store_explicit(&loop->busy_poll_us, us, memory_order_relaxed);
+	/* A loop asleep picks the new setting up after its next event. */
+}
+
+uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop)
+{
+	return atomic_load_explicit(&loop->empty_polls, memory_order_relaxed);
 }
 
 bool ibtrs_loop_on_thread(struct ibtrs_loop *loop)

@@ -51,6 +51,15 @@ void ibtrs_loop_del(struct ibtrs_loop *loop, struct ibtrs_loop_src *src);
 /* Queue @w to run on the loop thread; safe from any thread. */
 void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w);
 
+/*
+ * Busy polling: after an event the loop thread polls without sleeping for
+ * @us microseconds (0: never) before it waits in the kernel again.
+ */
+void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us);
+
+/* Polls of a busy-polling loop that found nothing, since its creation. */
+uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop);
+
 /* True when called on the loop's thread. */
 bool ibtrs_loop_on_thread(struct ibtrs_loop *loop);
 

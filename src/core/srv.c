@@ -983,7 +983,8 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	if (!opts.rdma_ev || !opts.queue_depth ||
 	    opts.queue_depth > IBTRS_MAX_QUEUE_DEPTH || !opts.max_io_size ||
 	    opts.max_io_size > SRV_MAX_IO_SIZE || !opts.max_sessions ||
-	    opts.hb_timeout_ms < SRV_MIN_HB_TIMEOUT_MS) {
+	    opts.hb_timeout_ms < SRV_MIN_HB_TIMEOUT_MS ||
+	    opts.busy_poll_us > IBTRS_MAX_BUSY_POLL_US) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1026,6 +1027,7 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 				(unsigned int)(ctx->tick_ns / 1000000));
 	if (ret)
 		goto destroy_sync;
+	ibtrs_loop_set_busy_poll(ctx->loop, opts.busy_poll_us);
 	ret = srv_listen(ctx, &opts);
 	if (ret) {
 		ibtrs_log(IBTRS_LOG_ERR, "server: cannot listen on port %u: %s",

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/*
+ * loop_busy.c - busy polling of the event loop.
+ *
+ * With busy polling set, the loop thread keeps polling without sleeping
+ * for the given time after an event (its empty polls count up), then
+ * sleeps again (they stop counting); without it, it never polls empty.
+ * A changed setting takes effect after the next event.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "test.h"
+
+static atomic_uint events;
+
+static void ev_cb(struct ibtrs_loop_src *src, uint32_t ev)
+{
+	uint64_t v;
+
+	(void)ev;
+	if (read(src->fd, &v, sizeof(v)) == sizeof(v))
+		atomic_fetch_add(&events, 1);
+}
+
+/* Make the source readable and wait until the loop thread handled it. */
+static void fire(struct ibtrs_loop_src *src)
+{
+	unsigned int before = atomic_load(&events);
+	uint64_t one = 1;
+	double deadline = t_now() + 5.0;
+
+	CHECK_EQ(write(src->fd, &one, sizeof(one)), sizeof(one));
+	while (atomic_load(&events) == before && t_now() < deadline)
+		usleep(1000);
+	CHECK(atomic_load(&events) != before);
+}
+
+static uint64_t polls_during(struct ibtrs_loop *loop, unsigned int ms)
+{
+	uint64_t before = ibtrs_loop_empty_polls(loop);
+
+	usleep(ms * 1000u);
+	return ibtrs_loop_empty_polls(loop) - before;
+}
+
+int main(void)
+{
+	struct ibtrs_loop_src src = { .cb = ev_cb };
+	struct ibtrs_loop *loop;
+	uint64_t n;
+
+	alarm(60);
+	src.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	CHECK(src.fd >= 0);
+	CHECK_EQ(ibtrs_loop_create(&loop, "t-busy", NULL, NULL, 0), 0);
+	CHECK_EQ(ibtrs_loop_add(loop, &src, EPOLLIN), 0);
+
+	/* No busy polling: the loop sleeps right after the event. */
+	fire(&src);
+	n = polls_during(loop, 100);
+	printf("busy poll off: %llu empty polls in 100 ms\n",
+	       (unsigned long long)n);
+	CHECK_EQ(n, 0);
+
+	/* 300 ms of busy polling: it spins after the event... */
+	ibtrs_loop_set_busy_poll(loop, 300000);
+	fire(&src);
+	n = polls_during(loop, 100);
+	printf("busy poll 300 ms: %llu empty polls in the first 100 ms\n",
+	       (unsigned long long)n);
+	CHECK(n > 10);
+	/* ...and sleeps once 300 ms passed without one. */
+	usleep(400000);
+	n = polls_during(loop, 100);
+	printf("busy poll 300 ms: %llu empty polls 500 ms after the event\n",
+	       (unsigned long long)n);
+	CHECK_EQ(n, 0);
+
+	/* Switched off again: after the next event it sleeps at once. */
+	ibtrs_loop_set_busy_poll(loop, 0);
+	fire(&src);
+	usleep(20000);
+	n = polls_during(loop, 100);
+	printf("busy poll off again: %llu empty polls in 100 ms\n",
+	       (unsigned long long)n);
+	CHECK_EQ(n, 0);
+
+	ibtrs_loop_del(loop, &src);
+	ibtrs_loop_destroy(loop);
+	close(src.fd);
+	printf("loop_busy: ok\n");
+	return 0;
+}
