@@ -39,6 +39,7 @@
 #define BENCH_DEFAULT_TIME 10.0
 #define BENCH_MAX_QD 65536
 #define BENCH_MAX_THREADS 256
+#define BENCH_MAX_IO_CONS 8 /* as the library's limit */
 /* Limits of --hb-timeout and --failover-timeout, milliseconds. */
 #define BENCH_MIN_HB_TIMEOUT_MS 100
 #define BENCH_MAX_TIMEOUT_MS 3600000
@@ -1211,6 +1212,9 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	if (cfg->hb_timeout_ms)
 		opts.hb_timeout_ms = cfg->hb_timeout_ms;
 	opts.failover_timeout_ms = cfg->failover_timeout_ms;
+	if (cfg->io_cons)
+		opts.io_cons = cfg->io_cons;
+	opts.busy_poll_us = cfg->busy_poll_us;
 	b.sess = ibtrs_clt_open_opts(&opts);
 	if (!b.sess) {
 		err = errno;
@@ -1377,6 +1381,9 @@ void usage_bench(FILE *f)
 		"                     on the library's thread; default) or thread\n"
 		"                     (the submitter threads, woken per batch)\n"
 		"  --time SEC         run time in seconds (default %g)\n"
+		"  --io-cons N        I/O connections per path, 1..8 (default 1)\n"
+		"  --busy-poll US     the session's thread polls US microseconds\n"
+		"                     after an event before it sleeps (default 0)\n"
 		"  --verify           write patterns and check every read\n"
 		"  --transport NAME   backend: tcp (default) or ofi (libfabric)\n"
 		"  --policy P         multipath policy: rr, min-inflight or min-latency\n"
@@ -1652,6 +1659,8 @@ enum {
 	OPT_INTERVAL_JSON,
 	OPT_TRANSPORT,
 	OPT_SUBMIT,
+	OPT_IO_CONS,
+	OPT_BUSY_POLL,
 };
 
 /**
@@ -1679,6 +1688,8 @@ int cmd_bench(int argc, char *argv[])
 		{ "hb-timeout", required_argument, NULL, OPT_HB_TIMEOUT },
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "submit", required_argument, NULL, OPT_SUBMIT },
+		{ "io-cons", required_argument, NULL, OPT_IO_CONS },
+		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
 		{ "reconnect-delay", required_argument, NULL,
 		  OPT_RECONNECT_DELAY },
 		{ "max-reconnects", required_argument, NULL,
@@ -1792,6 +1803,20 @@ int cmd_bench(int argc, char *argv[])
 				return bench_bad_value(
 					"policy", optarg,
 					"rr, min-inflight or min-latency");
+			break;
+		case OPT_IO_CONS:
+			if (tool_parse_uint(optarg, 1, BENCH_MAX_IO_CONS, &v))
+				return bench_bad_value("io-cons", optarg,
+						       "1..8");
+			cfg.io_cons = (uint32_t)v;
+			break;
+		case OPT_BUSY_POLL:
+			if (tool_parse_uint(optarg, 0, IBTRS_MAX_BUSY_POLL_US,
+					    &v))
+				return bench_bad_value(
+					"busy-poll", optarg,
+					"0..1000000 microseconds");
+			cfg.busy_poll_us = (uint32_t)v;
 			break;
 		case OPT_HB_TIMEOUT:
 			if (tool_parse_uint(optarg, BENCH_MIN_HB_TIMEOUT_MS,

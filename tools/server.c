@@ -42,6 +42,8 @@ enum {
 	OPT_SRV_BACKING_FILE,
 	OPT_SRV_STATS_FILE,
 	OPT_SRV_TRANSPORT,
+	OPT_SRV_BUSY_POLL,
+	OPT_SRV_NULL,
 };
 
 /**
@@ -81,6 +83,8 @@ struct srv_ids {
 static FILE *srv_log;
 static const char *srv_log_prefix = "";
 static unsigned char *srv_backing;
+/* --null: no target, data is neither stored nor read, ids not kept */
+static bool srv_null;
 static uint64_t srv_requests;
 static uint64_t srv_duplicates;
 static struct srv_ids srv_ids = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -274,7 +278,7 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 		return srv_stats_req(id, dir, &msg, data, datalen);
 	__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
 	req_id = le64toh(msg.req_id);
-	if (req_id && srv_ids_seen(&srv_ids, req_id))
+	if (req_id && !srv_null && srv_ids_seen(&srv_ids, req_id))
 		__atomic_fetch_add(&srv_duplicates, 1, __ATOMIC_RELAXED);
 	off = le64toh(msg.offset);
 	len = le32toh(msg.len);
@@ -284,12 +288,14 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	    len > TOOL_TARGET_SIZE - off)
 		return -EINVAL;
 
-	if (dir == IBTRS_WRITE)
-		memcpy(disk->mem + off, data, len);
-	else if (dir == IBTRS_READ)
-		memcpy(data, disk->mem + off, len);
-	else
+	if (dir != IBTRS_WRITE && dir != IBTRS_READ)
 		return -EINVAL;
+	if (srv_null)
+		; /* a READ returns whatever its chunk holds */
+	else if (dir == IBTRS_WRITE)
+		memcpy(disk->mem + off, data, len);
+	else
+		memcpy(data, disk->mem + off, len);
 	ibtrs_srv_resp_rdma(id, 0);
 	return 0;
 }
@@ -319,7 +325,7 @@ static int srv_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
 					    sizeof(disk->name)) < 0 &&
 		    !disk->name[0])
 			snprintf(disk->name, sizeof(disk->name), "?");
-		if (srv_backing) {
+		if (srv_backing || srv_null) {
 			disk->mem = srv_backing;
 			disk->shared = true;
 		} else {
@@ -414,6 +420,7 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 
 	srv_log = cfg->log;
 	srv_log_prefix = cfg->log_prefix ? cfg->log_prefix : "";
+	srv_null = cfg->null_target;
 	__atomic_store_n(&srv_requests, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_duplicates, 0, __ATOMIC_RELAXED);
 	srv_ids_free(&srv_ids);
@@ -430,6 +437,7 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	opts.backend = cfg->backend;
 	if (cfg->grace_ms >= 0)
 		opts.sess_grace_ms = (uint32_t)cfg->grace_ms;
+	opts.busy_poll_us = cfg->busy_poll_us;
 	opts.rdma_ev = srv_rdma_ev;
 	opts.link_ev = srv_link_ev;
 
@@ -567,6 +575,12 @@ void usage_server(FILE *f)
 		"                           MAP_SHARED: it survives a crash and restart\n"
 		"      --transport NAME     backend: tcp (default) or ofi (libfabric;\n"
 		"                           provider from IBTRS_OFI_PROVIDER)\n"
+		"      --null               no target: WRITEs are dropped, READs return\n"
+		"                           whatever their chunk holds, request ids\n"
+		"                           are not kept (measures the transport)\n"
+		"      --busy-poll US       after an event the server's thread polls\n"
+		"                           US microseconds before it sleeps, 0..1000000\n"
+		"                           (default 0)\n"
 		"      --stats-file PATH    write the counters as JSON to PATH every\n"
 		"                           %u ms and at exit (atomically)\n"
 		"  -q, --quiet              do not log connects and disconnects\n"
@@ -601,6 +615,8 @@ int cmd_server(int argc, char *argv[])
 		  OPT_SRV_BACKING_FILE },
 		{ "stats-file", required_argument, NULL, OPT_SRV_STATS_FILE },
 		{ "transport", required_argument, NULL, OPT_SRV_TRANSPORT },
+		{ "busy-poll", required_argument, NULL, OPT_SRV_BUSY_POLL },
+		{ "null", no_argument, NULL, OPT_SRV_NULL },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -691,6 +707,19 @@ int cmd_server(int argc, char *argv[])
 		case OPT_SRV_TRANSPORT:
 			cfg.backend = optarg;
 			break;
+		case OPT_SRV_BUSY_POLL:
+			if (tool_parse_uint(optarg, 0, IBTRS_MAX_BUSY_POLL_US,
+					    &v)) {
+				tool_err(
+					"invalid --busy-poll '%s': expected 0..%u microseconds",
+					optarg, IBTRS_MAX_BUSY_POLL_US);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.busy_poll_us = (uint32_t)v;
+			break;
+		case OPT_SRV_NULL:
+			cfg.null_target = true;
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -707,6 +736,10 @@ int cmd_server(int argc, char *argv[])
 		return TOOL_EXIT_USAGE;
 	}
 
+	if (cfg.null_target && cfg.backing_file) {
+		tool_err("--null and --backing-file exclude each other");
+		return TOOL_EXIT_USAGE;
+	}
 	if (listen_str) {
 		struct ibtrs_addr addr = { .src = NULL, .dst = &listen_ss };
 

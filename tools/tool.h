@@ -114,6 +114,9 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
  *            default
  * @backing_file: file holding one target shared by every session, NULL for
  *                a memory target per session
+ * @busy_poll_us: busy polling of the server's thread, microseconds
+ * @null_target: no target: data is neither stored nor read, request ids
+ *               are not kept
  * @log: stream for connect/disconnect messages, NULL for none
  * @log_prefix: prefix of those messages
  */
@@ -127,6 +130,8 @@ struct tool_srv_cfg {
 	int64_t grace_ms;
 	const char *backing_file;
 	const char *backend; /* NULL: the library's default */
+	uint32_t busy_poll_us;
+	bool null_target;
 	FILE *log;
 	const char *log_prefix;
 };
@@ -228,6 +233,8 @@ enum bench_submit {
  * @reconnect_delay_s: seconds between reconnect tries
  * @max_reconnects: reconnect tries of a failed path, -1 forever
  * @failover_timeout_ms: failover timeout, 0 for the library default
+ * @io_cons: I/O connections per path, 0 for the library default
+ * @busy_poll_us: busy polling of the session's thread, microseconds
  * @events: fill the result's event log
  * @progress: called once per second from the calling thread, or NULL
  * @progress_arg: passed to @progress
@@ -251,6 +258,8 @@ struct bench_cfg {
 	uint8_t reconnect_delay_s;
 	int16_t max_reconnects;
 	uint32_t failover_timeout_ms;
+	uint32_t io_cons;
+	uint32_t busy_poll_us;
 	bool events;
 	bench_progress_fn *progress;
 	void *progress_arg;

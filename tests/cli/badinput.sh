@@ -58,6 +58,11 @@ expect 2 bench --path ip:127.0.0.1 --max-reconnects -2
 expect 2 bench --path ip:127.0.0.1 --max-reconnects 40000
 expect 2 bench --path ip:127.0.0.1 --failover-timeout -1
 expect 2 bench --path ip:127.0.0.1 --events=yes
+expect 2 bench --path ip:127.0.0.1 --submit sideways
+expect 2 bench --path ip:127.0.0.1 --io-cons 0
+expect 2 bench --path ip:127.0.0.1 --io-cons 9
+expect 2 bench --path ip:127.0.0.1 --busy-poll 1000001
+expect 2 bench --path ip:127.0.0.1 --busy-poll -1
 expect 2 server --bogus
 expect 2 server --port 70000
 expect 2 server --port x
@@ -68,6 +73,9 @@ expect 2 server --hb-timeout 99
 expect 2 server --grace x
 expect 2 server --backing-file ''
 expect 2 server --stats-file
+expect 2 server --busy-poll 1000001
+expect 2 server --busy-poll x
+expect 2 server --null --backing-file "$TMP/disk"
 expect 2 demo --time -3
 
 # Runtime failures: a port nobody listens on (a server's port after it

@@ -189,10 +189,27 @@ sys.exit(0 if ok else 1)
 PY
 	fi
 done
-run_bounded 10 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
-	--submit sideways --time 1 >/dev/null 2>&1
-[ $? -eq 2 ] || fail "--submit sideways was not a usage error"
+stop_server "$SRV_PID"
 
+# A null target (nothing stored) with busy polling on both ends and two
+# connections per path: the requests complete, the server keeps no data.
+start_server null --port 0 --quiet --null --busy-poll 200
+port=$SRV_PORT
+out=$TMP/null.json
+run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--rw randrw --qd 32 --time 1.5 --io-cons 2 --busy-poll 200 --json \
+	>"$out" 2>"$TMP/null.err"
+rc=$?
+echo "null target: exit $rc: $(cat "$out")"
+[ "$rc" -eq 0 ] || fail "bench against a --null server exited with $rc"
+grep -q '"ops":[1-9]' "$out" && grep -q '"errors":0,' "$out" &&
+	grep -q '"lost":0,' "$out" ||
+	fail "bench against a --null server: wrong result"
+# --verify fails there: a WRITE is not kept.
+run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--rw randrw --qd 8 --time 1 --verify --quiet >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "--verify against a --null server exited with $rc, not 1"
 stop_server "$SRV_PID"
 echo PASS
 exit 0
