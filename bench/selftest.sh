@@ -47,7 +47,8 @@ fail() {
 # column (e.g. "4 KiB WRITE QD64  k/s  147.5k  ...").
 for row in "4 KiB WRITE QD64" "4 KiB READ QD64" "128 KiB WRITE QD16" \
 	"128 KiB READ QD16" "QD1 4 KiB READ p50" "QD1 4 KiB READ p99" \
-	"4 KiB READ QD64, 4 threads" "4 KiB READ QD64, 16 threads"; do
+	"4 KiB READ QD64, 4 threads" "4 KiB READ QD64, 16 threads" \
+	"QD1 4 KiB READ p50, busy poll" "4 KiB WRITE QD64, mem target"; do
 	line=$(grep -F -- "$row " "$tmp/out" | grep -v '^ofi:' | head -n 1)
 	[ -n "$line" ] || fail "row '$row' missing from the table"
 	rest=${line#"$row"}
@@ -61,11 +62,22 @@ python3 - "$tmp/raw.json" <<'EOF' || fail "raw JSON check failed"
 import json, sys
 d = json.load(open(sys.argv[1]))
 runs = d["rounds"][0]["runs"]
-want = ["ibtrs.w4k", "ibtrs.r4k", "ibtrs.w128k", "ibtrs.r128k", "ibtrs.lat",
+want = ["ibtrs.w4k", "ibtrs.r4k", "ibtrs.w4kmem", "ibtrs.r4kmem",
+        "ibtrs.w128k", "ibtrs.r128k", "ibtrs.lat", "ibtrs.latbp", "ibtrs.t1",
         "ibtrs.t4", "ibtrs.t16"]
 bad = [k for k in want if not (runs.get(k, {}).get("kiops", 0) > 0)]
 if bad:
     sys.exit("no figure for %s" % ", ".join(bad))
+# The CPU time per request of both sides, as the bench reports it.
+bad = [k for k in want if not (runs[k].get("cli_cpu_us_req", 0) > 0 and
+                               runs[k].get("srv_cpu_us_req", 0) > 0)]
+if bad:
+    sys.exit("no CPU time per request for %s" % ", ".join(bad))
+# Callback mode submits from the callbacks, thread mode never.
+if not runs["ibtrs.w4k"]["json"]["callback_submits"] > 0:
+    sys.exit("ibtrs.w4k did not submit from the completion callback")
+if runs["ibtrs.t4"]["json"]["callback_submits"] != 0:
+    sys.exit("ibtrs.t4 submitted from the completion callback")
 if runs["ibtrs.lat"]["p50"] <= 0:
     sys.exit("QD1 p50 is not positive")
 EOF
