@@ -319,7 +319,7 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 		.usr_len = (uint16_t)req->usr_len,
 	};
 	struct clt_con *con = pick_con(path, req->con_type);
-	unsigned int cnt = 0;
+	unsigned int cnt = 0, flags = IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED;
 	uint64_t raddr = rbuf->addr;
 	uint32_t imm;
 	int ret;
@@ -352,14 +352,18 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 
 	req->path = path;
 	req->con = con;
-	atomic_fetch_add(&path->inflight, 1);
+	/* With others in flight on the path, their completions are due and
+	 * more requests are likely to follow: the backend may gather this one
+	 * with them. Alone, it leaves at once. */
+	if (atomic_fetch_add(&path->inflight, 1))
+		flags |= IBTRS_XPRT_LAZY;
 	atomic_store(&req->state, REQ_INFLIGHT);
 	/* A dropping path swallows the request, as a dead link would. */
 	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
 		return 0;
 	ret = sess->ops->post_write(con->xcon, iov, cnt, raddr, rbuf->key, imm,
 				    ((uint64_t)req->gen << 32) | req->mem_id,
-				    IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED);
+				    flags);
 	if (ret) {
 		atomic_store(&req->state, 0);
 		atomic_fetch_sub(&path->inflight, 1);

@@ -289,6 +289,24 @@ void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w)
 		loop_kick(loop);
 }
 
+void ibtrs_loop_cancel(struct ibtrs_loop *loop, struct ibtrs_work *w)
+{
+	struct ibtrs_work **pp, *prev = NULL;
+
+	pthread_mutex_lock(&loop->lock);
+	for (pp = &loop->head; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != w)
+			continue;
+		*pp = w->next;
+		if (loop->tail == w)
+			loop->tail = prev;
+		w->next = NULL;
+		w->queued = false;
+		break;
+	}
+	pthread_mutex_unlock(&loop->lock);
+}
+
 void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us)
 {
 	atomic_store_explicit(&loop->busy_poll_us, us, memory_order_relaxed);

@@ -60,6 +60,12 @@ void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us);
 /* Polls of a busy-polling loop that found nothing, since its creation. */
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop);
 
+/*
+ * Take @w off the queue if it is queued. It may be running already unless
+ * called on the loop thread.
+ */
+void ibtrs_loop_cancel(struct ibtrs_loop *loop, struct ibtrs_work *w);
+
 /* True when called on the loop's thread. */
 bool ibtrs_loop_on_thread(struct ibtrs_loop *loop);
 

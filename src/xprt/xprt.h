@@ -121,6 +121,13 @@ struct ibtrs_xprt_mr {
 /* Flags of post_write and post_send. */
 #define IBTRS_XPRT_SIGNALED 0x1 /* deliver a send-side completion */
 #define IBTRS_XPRT_IMM 0x2	/* post_write: carry @imm */
+/*
+ * The caller need not have the work request on its way when the post
+ * returns: more will follow, and completions of earlier ones are due. A
+ * backend may hand the sending to its loop thread, to gather it with
+ * others into one system call.
+ */
+#define IBTRS_XPRT_LAZY 0x4
 
 /**
  * struct ibtrs_connreq - a connection request waiting on a listener

@@ -18,6 +18,10 @@
  * else sends on the connection while the handler runs, a backend without
  * the early flush never makes them readable there. Then the client reads
  * the 96 answers, in order.
+ *
+ * Last, two sends posted from the main thread while the loop is idle: a
+ * plain one goes out from the posting thread, a lazy one
+ * (IBTRS_XPRT_LAZY) from the loop thread, as their completions show.
  */
 #include <endian.h>
 #include <errno.h>
@@ -57,6 +61,9 @@
 
 static const struct ibtrs_xprt_ops *ops;
 
+/* wr_id of the two sends posted from the main thread, plain then lazy */
+#define LAZY_WR 1000u
+
 static const struct ibtrs_xprt_con_attr con_attr = {
 	.max_send_wr = 256,
 	.max_recv_wr = 256,
@@ -85,6 +92,8 @@ static struct {
 	bool probed, now_readable, readable;
 	int probe_bytes;
 	double probe_wait;
+	/* sends with wr_id LAZY_WR + i: completed, and on the loop thread */
+	bool lazy_done[2], lazy_on_loop[2];
 
 	/* loop thread */
 	char rbuf[NR_RECVS][RBUF_LEN];
@@ -232,6 +241,14 @@ static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		return;
 	}
 	pthread_mutex_lock(&srv.lock);
+	if (wc->wr_id == LAZY_WR || wc->wr_id == LAZY_WR + 1) {
+		srv.lazy_done[wc->wr_id - LAZY_WR] = true;
+		srv.lazy_on_loop[wc->wr_id - LAZY_WR] =
+			ibtrs_loop_on_thread(srv.loop);
+		pthread_cond_broadcast(&srv.cond);
+		pthread_mutex_unlock(&srv.lock);
+		return;
+	}
 	srv.sends++;
 	pthread_cond_broadcast(&srv.cond);
 	pthread_mutex_unlock(&srv.lock);
@@ -559,6 +576,39 @@ int main(void)
 		CHECK_EQ(le64toh(v), i);
 	}
 	CHECK(!readable(fd, 0));
+
+	/*
+	 * From another thread, with the loop idle: a plain send is sent by
+	 * the posting thread, which delivers its completion; a lazy one
+	 * (IBTRS_XPRT_LAZY) is left to the loop thread to send.
+	 */
+	for (i = 0; i < 2; i++) {
+		struct iovec iov;
+
+		v = htole64(LAZY_WR + i);
+		iov.iov_base = &v;
+		iov.iov_len = sizeof(v);
+		CHECK_EQ(ops->post_send(con, &iov, 1, LAZY_WR + i,
+					IBTRS_XPRT_SIGNALED |
+						(i ? IBTRS_XPRT_LAZY : 0)),
+			 0);
+		pthread_mutex_lock(&srv.lock);
+		SRV_WAIT(srv.lazy_done[i]);
+		CHECK(srv.lazy_done[i]);
+		pthread_mutex_unlock(&srv.lock);
+		recv_frame(fd, &f, payload, sizeof(payload));
+		CHECK_EQ(f.op, TCP_OP_SEND);
+		CHECK_EQ(f.len, sizeof(v));
+		memcpy(&v, payload, sizeof(v));
+		CHECK_EQ(le64toh(v), LAZY_WR + i);
+	}
+	pthread_mutex_lock(&srv.lock);
+	printf("plain send sent by %s, lazy send by %s\n",
+	       srv.lazy_on_loop[0] ? "the loop thread" : "the posting thread",
+	       srv.lazy_on_loop[1] ? "the loop thread" : "the posting thread");
+	CHECK(!srv.lazy_on_loop[0]);
+	CHECK(srv.lazy_on_loop[1]);
+	pthread_mutex_unlock(&srv.lock);
 
 	ibtrs_loop_call(srv.loop, do_disconnect, con);
 	ops->destroy(con);

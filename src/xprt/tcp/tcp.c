@@ -100,8 +100,9 @@ struct tcp_con {
 	unsigned int nr_slabs;
 	size_t wr_stride;
 	bool flushing;
-	bool blocked;		/* waiting for EPOLLOUT */
-	bool in_rx;		/* loop thread is processing received frames */
+	bool blocked; /* waiting for EPOLLOUT */
+	bool in_rx;   /* loop thread is processing received frames */
+	struct ibtrs_work flush_work; /* a lazy post asks the loop to flush */
 	unsigned int sq_frames; /* frames queued since the last flush began */
 	size_t sq_bytes;	/* and their payload bytes */
 	bool dead;
@@ -257,6 +258,10 @@ static void tcp_destroy(struct ibtrs_xprt_con *xcon)
 	if (!xcon)
 		return;
 	c = to_tcp_con(xcon);
+	/* Destroyed on the loop thread once started: the flush work is
+	 * queued or done, not running. */
+	if (c->loop)
+		ibtrs_loop_cancel(c->loop, &c->flush_work);
 	if (c->fd >= 0)
 		close(c->fd);
 	pthread_mutex_destroy(&c->sq_lock);
@@ -533,6 +538,11 @@ static void tcp_flush(struct tcp_con *c, bool early)
 	pthread_mutex_unlock(&c->sq_lock);
 }
 
+static void tcp_flush_work(struct ibtrs_work *w)
+{
+	tcp_flush(container_of(w, struct tcp_con, flush_work), false);
+}
+
 static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 		    unsigned int cnt, const struct tcp_frame *hdr,
 		    uint64_t wr_id, unsigned int flags,
@@ -541,7 +551,7 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	struct tcp_wr *wr;
 	size_t len = 0;
 	unsigned int i;
-	bool started, early;
+	bool started, early, in_rx;
 
 	if (cnt > c->attr.max_send_sge)
 		return -EINVAL;
@@ -582,10 +592,24 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	c->sq_bytes += len;
 	early = c->sq_frames >= TCP_EARLY_FRAMES ||
 		c->sq_bytes >= TCP_EARLY_BYTES;
+	in_rx = c->in_rx;
 	pthread_mutex_unlock(&c->sq_lock);
 
-	if (started)
-		tcp_flush(c, early);
+	if (!started)
+		return 0;
+	/*
+	 * A lazy post from another thread leaves the sending to the loop
+	 * thread: the frames posted until it runs go out in one sendmsg, and
+	 * the poster does not pay for the system call. While the loop thread
+	 * parses a batch it flushes at the end anyway.
+	 */
+	if ((flags & IBTRS_XPRT_LAZY) && !early &&
+	    !ibtrs_loop_on_thread(c->loop)) {
+		if (!in_rx)
+			ibtrs_loop_queue(c->loop, &c->flush_work);
+		return 0;
+	}
+	tcp_flush(c, early);
 	return 0;
 }
 
@@ -917,6 +941,7 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	c->loop = loop;
 	c->src.fd = c->fd;
 	c->src.cb = tcp_con_event;
+	c->flush_work.fn = tcp_flush_work;
 	/* Started before the loop can see it, so that a failure reported
 	 * by the loop thread at once also removes it from the loop. */
 	pthread_mutex_lock(&c->sq_lock);
