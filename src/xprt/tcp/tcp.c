@@ -597,16 +597,17 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 
 	if (!started)
 		return 0;
+	/* While the loop thread parses a batch it flushes at the end. */
+	if (in_rx && !early)
+		return 0;
 	/*
 	 * A lazy post from another thread leaves the sending to the loop
 	 * thread: the frames posted until it runs go out in one sendmsg, and
-	 * the poster does not pay for the system call. While the loop thread
-	 * parses a batch it flushes at the end anyway.
+	 * the poster does not pay for the system call.
 	 */
 	if ((flags & IBTRS_XPRT_LAZY) && !early &&
 	    !ibtrs_loop_on_thread(c->loop)) {
-		if (!in_rx)
-			ibtrs_loop_queue(c->loop, &c->flush_work);
+		ibtrs_loop_queue(c->loop, &c->flush_work);
 		return 0;
 	}
 	tcp_flush(c, early);
