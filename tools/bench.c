@@ -463,7 +463,8 @@ static void bench_note_gap(struct bench *b, uint64_t now)
 		;
 }
 
-static void bench_refill(struct bench_thread *t);
+static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
+			   uint64_t lat_ns, uint64_t now);
 
 /**
  * bench_conf() - completion of a request
@@ -521,9 +522,41 @@ static void bench_conf(void *priv, int err)
 		}
 	}
 	ibtrs_clt_put_tag(b->sess, req->tag);
-	bench_req_done(t, req, lat);
 	if (!err && b->cfg->submit == BENCH_SUBMIT_CALLBACK)
-		bench_refill(t);
+		bench_resubmit(t, req, lat, now);
+	else
+		bench_req_done(t, req, lat);
+}
+
+/**
+ * bench_pick() - choose the next request of a slot
+ * @t: the thread, its lock held
+ * @req: the slot
+ *
+ * Picks a free block and marks it busy, and sets the direction and the
+ * sequence number. Under the lock: the worker and the completion callbacks
+ * both pick.
+ */
+static void bench_pick(struct bench_thread *t, struct bench_req *req)
+{
+	uint64_t blk;
+
+	/* qd <= nblks: a free block exists. */
+	blk = rng_next(&t->rng) % t->nblks;
+	while (t->busy[blk])
+		blk = blk + 1 == t->nblks ? 0 : blk + 1;
+	t->busy[blk] = 1;
+	req->blk = blk;
+	if (t->b->cfg->rw == BENCH_READ)
+		req->dir = IBTRS_READ;
+	else if (t->b->cfg->rw == BENCH_WRITE)
+		req->dir = IBTRS_WRITE;
+	else
+		req->dir = rng_next(&t->rng) & 1 ? IBTRS_WRITE : IBTRS_READ;
+	if (req->dir == IBTRS_WRITE)
+		req->seq = ++t->seq;
+	else
+		req->seq = t->blk_seq ? t->blk_seq[blk] : 0;
 }
 
 /**
@@ -538,7 +571,6 @@ static void bench_conf(void *priv, int err)
 static struct bench_req *bench_take_slot(struct bench_thread *t, bool wait)
 {
 	struct bench_req *req;
-	uint64_t blk;
 
 	pthread_mutex_lock(&t->lock);
 	if (!wait && t->inflight >= t->qd) {
@@ -557,24 +589,7 @@ static struct bench_req *bench_take_slot(struct bench_thread *t, bool wait)
 	req = t->free;
 	t->free = req->next;
 	t->inflight++;
-	/* qd <= nblks: a free block exists. */
-	blk = rng_next(&t->rng) % t->nblks;
-	while (t->busy[blk])
-		blk = blk + 1 == t->nblks ? 0 : blk + 1;
-	t->busy[blk] = 1;
-	req->blk = blk;
-	/* The direction and the sequence number, under the lock too: the
-	 * worker and the completion callbacks both take slots. */
-	if (t->b->cfg->rw == BENCH_READ)
-		req->dir = IBTRS_READ;
-	else if (t->b->cfg->rw == BENCH_WRITE)
-		req->dir = IBTRS_WRITE;
-	else
-		req->dir = rng_next(&t->rng) & 1 ? IBTRS_WRITE : IBTRS_READ;
-	if (req->dir == IBTRS_WRITE)
-		req->seq = ++t->seq;
-	else
-		req->seq = t->blk_seq ? t->blk_seq[blk] : 0;
+	bench_pick(t, req);
 	pthread_mutex_unlock(&t->lock);
 	return req;
 }
@@ -607,13 +622,14 @@ static void bench_drain(struct bench_thread *t)
  * @t: the thread owning the slot
  * @req: the slot, its block chosen
  * @tag: a tag for it
+ * @start_ns: the time the request counts from, 0 for now
  *
  * On failure the tag is put back and the slot freed.
  *
  * Return: 0, or the negative errno of ibtrs_clt_request().
  */
 static int bench_submit(struct bench_thread *t, struct bench_req *req,
-			struct ibtrs_tag *tag)
+			struct ibtrs_tag *tag, uint64_t start_ns)
 {
 	struct bench *b = t->b;
 	const struct bench_cfg *cfg = b->cfg;
@@ -645,7 +661,7 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 	sg.iov_base = req->buf;
 	sg.iov_len = cfg->bs;
 
-	req->start_ns = tool_now_ns();
+	req->start_ns = start_ns ? start_ns : tool_now_ns();
 	/* Counted first: the confirmation may run before the call returns. */
 	__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
 	ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, tag, req, &vec,
@@ -664,28 +680,39 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 }
 
 /**
- * bench_refill() - submit from a completion callback (--submit callback)
- * @t: the thread whose request completed
+ * bench_resubmit() - reuse a completed slot from its callback (--submit
+ * callback)
+ * @t: the thread owning the slot
+ * @req: the slot, its request completed successfully, its tag put back
+ * @lat_ns: the latency of that request
+ * @now: the time it completed, the start of the next one
  *
- * Fills the free slots of @t with tags taken without waiting. A slot for
- * which no tag is free goes back; the submitter thread retries it.
+ * Accounts for the completed request and picks the next one in one go. A
+ * slot for which no tag is free goes back; the submitter thread retries it.
  */
-static void bench_refill(struct bench_thread *t)
+static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
+			   uint64_t lat_ns, uint64_t now)
 {
-	struct bench_req *req;
 	struct ibtrs_tag *tag;
 
-	while (!bench_stopping(t->b) && (req = bench_take_slot(t, false))) {
-		tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON,
-					IBTRS_TAG_NOWAIT);
-		if (!tag) {
-			bench_req_done(t, req, 0);
-			break;
-		}
-		if (bench_submit(t, req, tag))
-			break;
-		__atomic_fetch_add(&t->cb_submits, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&t->lock);
+	hist_add(&t->hist, lat_ns);
+	hist_add(&t->ihist, lat_ns);
+	t->busy[req->blk] = 0;
+	if (bench_stopping(t->b)) {
+		pthread_mutex_unlock(&t->lock);
+		bench_req_done(t, req, 0);
+		return;
 	}
+	bench_pick(t, req);
+	pthread_mutex_unlock(&t->lock);
+	tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON, IBTRS_TAG_NOWAIT);
+	if (!tag) {
+		bench_req_done(t, req, 0);
+		return;
+	}
+	if (!bench_submit(t, req, tag, now))
+		__atomic_fetch_add(&t->cb_submits, 1, __ATOMIC_RELAXED);
 }
 
 /**
@@ -718,7 +745,7 @@ static void *bench_worker(void *arg)
 			usleep(BENCH_RETRY_US);
 			continue;
 		}
-		if (bench_submit(t, req, tag))
+		if (bench_submit(t, req, tag, 0))
 			usleep(BENCH_RETRY_US);
 	}
 	bench_drain(t);
