@@ -103,6 +103,7 @@ struct tcp_con {
 	bool blocked; /* waiting for EPOLLOUT */
 	bool in_rx;   /* loop thread is processing received frames */
 	struct ibtrs_work flush_work; /* a lazy post asks the loop to flush */
+	bool flush_asked;	      /* flush_work queued, not yet run */
 	unsigned int sq_frames; /* frames queued since the last flush began */
 	size_t sq_bytes;	/* and their payload bytes */
 	bool dead;
@@ -540,7 +541,12 @@ static void tcp_flush(struct tcp_con *c, bool early)
 
 static void tcp_flush_work(struct ibtrs_work *w)
 {
-	tcp_flush(container_of(w, struct tcp_con, flush_work), false);
+	struct tcp_con *c = container_of(w, struct tcp_con, flush_work);
+
+	pthread_mutex_lock(&c->sq_lock);
+	c->flush_asked = false;
+	pthread_mutex_unlock(&c->sq_lock);
+	tcp_flush(c, false);
 }
 
 static int tcp_post(struct tcp_con *c, const struct iovec *iov,
@@ -551,7 +557,7 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	struct tcp_wr *wr;
 	size_t len = 0;
 	unsigned int i;
-	bool started, early, in_rx;
+	bool started, early, lazy, ask = false;
 
 	if (cnt > c->attr.max_send_sge)
 		return -EINVAL;
@@ -592,25 +598,24 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	c->sq_bytes += len;
 	early = c->sq_frames >= TCP_EARLY_FRAMES ||
 		c->sq_bytes >= TCP_EARLY_BYTES;
-	in_rx = c->in_rx;
+	/*
+	 * Frames wait while the loop thread parses a batch: it flushes at
+	 * the end. A lazy post from another thread leaves the sending to the
+	 * loop thread too: the frames posted until it runs go out in one
+	 * sendmsg, the poster makes no system call, and only the first of
+	 * them queues the flush.
+	 */
+	lazy = started && !early &&
+	       (c->in_rx ||
+		((flags & IBTRS_XPRT_LAZY) && !ibtrs_loop_on_thread(c->loop)));
+	if (lazy && !c->in_rx && !c->flush_asked)
+		ask = c->flush_asked = true;
 	pthread_mutex_unlock(&c->sq_lock);
 
-	if (!started)
-		return 0;
-	/* While the loop thread parses a batch it flushes at the end. */
-	if (in_rx && !early)
-		return 0;
-	/*
-	 * A lazy post from another thread leaves the sending to the loop
-	 * thread: the frames posted until it runs go out in one sendmsg, and
-	 * the poster does not pay for the system call.
-	 */
-	if ((flags & IBTRS_XPRT_LAZY) && !early &&
-	    !ibtrs_loop_on_thread(c->loop)) {
+	if (ask)
 		ibtrs_loop_queue(c->loop, &c->flush_work);
-		return 0;
-	}
-	tcp_flush(c, early);
+	else if (started && !lazy)
+		tcp_flush(c, early);
 	return 0;
 }
 
