@@ -271,6 +271,8 @@ static struct clt_con *pick_con(struct clt_path *path,
 
 	if (type == IBTRS_USR_CON || path->con_num == 1)
 		return &path->cons[0];
+	if (path->con_num == 2) /* one I/O connection: no CPU to ask */
+		return &path->cons[1];
 	cpu = sched_getcpu();
 	if (cpu < 0)
 		cpu = 0;
