@@ -37,6 +37,7 @@
 #include "ibtrs.h"
 #include "core.h"
 #include "proto.h"
+#include "rawtcp.h"
 #include "tcp/tcp_proto.h"
 #include "test.h"
 
@@ -463,77 +464,13 @@ static int raw_connect_port(uint16_t port)
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct pollfd p;
-	int fd, err = 0, one = 1;
-	socklen_t elen = sizeof(err);
 
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	CHECK(fd >= 0);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    errno != EINPROGRESS) {
-		fprintf(stderr, "connect: %s\n", strerror(errno));
-		exit(1);
-	}
-	p.fd = fd;
-	p.events = POLLOUT;
-	CHECK_EQ(poll(&p, 1, IO_TIMEOUT_MS), 1);
-	CHECK_EQ(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen), 0);
-	CHECK_EQ(err, 0);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
+	return rt_connect((struct sockaddr *)&a, sizeof(a), IO_TIMEOUT_MS);
 }
 
 static int raw_connect(void)
 {
 	return raw_connect_port(srv.port);
-}
-
-/* Send all of @buf; 0 or a negative errno (the peer may have closed). */
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		ssize_t n;
-
-		if (poll(&pfd, 1, IO_TIMEOUT_MS) != 1)
-			return -ETIMEDOUT;
-		n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Receive exactly @len bytes: 0, -ETIMEDOUT, -ECONNRESET on EOF, -errno. */
-static int recv_all(int fd, void *buf, size_t len, int timeout_ms)
-{
-	double end = t_now() + timeout_ms / 1000.0;
-	char *p = buf;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int left = (int)((end - t_now()) * 1000) + 1;
-		ssize_t n;
-
-		if (left <= 0 || poll(&pfd, 1, left) != 1)
-			return -ETIMEDOUT;
-		n = recv(fd, p, len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0)
-			return -errno;
-		if (!n)
-			return -ECONNRESET;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /*
@@ -592,7 +529,7 @@ static void send_hello(int fd, const char *magic, uint32_t status,
 	memcpy(h.magic, magic, 4);
 	h.status = htole32(status);
 	memcpy(h.priv, priv, sizeof(h.priv));
-	send_all(fd, &h, sizeof(h));
+	rt_send_all(fd, &h, sizeof(h), IO_TIMEOUT_MS, NULL);
 }
 
 static void conn_req(struct ibtrs_msg_conn_req *m, uint16_t version,
@@ -626,7 +563,7 @@ static int read_answer(int fd, struct ibtrs_conn_rsp *rsp)
 	struct tcp_hello h;
 	struct ibtrs_conn_rsp r;
 
-	if (recv_all(fd, &h, sizeof(h), IO_TIMEOUT_MS))
+	if (rt_recv_all(fd, &h, sizeof(h), IO_TIMEOUT_MS))
 		return -1;
 	CHECK(!memcmp(h.magic, TCP_HELLO_MAGIC, 4));
 	CHECK_EQ(ibtrs_conn_rsp_decode(h.priv, sizeof(h.priv), &r), 0);
@@ -657,36 +594,10 @@ static int send_frame(int fd, uint8_t op, uint8_t flags, uint16_t reserved,
 	};
 	int ret;
 
-	ret = send_all(fd, &f, sizeof(f));
+	ret = rt_send_all(fd, &f, sizeof(f), IO_TIMEOUT_MS, NULL);
 	if (!ret && plen)
-		ret = send_all(fd, payload, plen);
+		ret = rt_send_all(fd, payload, plen, IO_TIMEOUT_MS, NULL);
 	return ret;
-}
-
-/*
- * Receive one frame into @f (host order) and its payload into @buf;
- * heartbeats from the peer are skipped.
- */
-static void recv_frame(int fd, struct tcp_frame *f, void *buf, size_t max)
-{
-	struct tcp_frame w;
-
-again:
-	CHECK_EQ(recv_all(fd, &w, sizeof(w), IO_TIMEOUT_MS), 0);
-	f->op = w.op;
-	f->flags = w.flags;
-	f->reserved = le16toh(w.reserved);
-	f->imm = le32toh(w.imm);
-	f->len = le32toh(w.len);
-	f->rkey = le32toh(w.rkey);
-	f->raddr = le64toh(w.raddr);
-	CHECK_EQ(f->flags, 0);
-	CHECK(f->len <= max);
-	if (f->len)
-		CHECK_EQ(recv_all(fd, buf, f->len, IO_TIMEOUT_MS), 0);
-	if (f->op == TCP_OP_WRITE_IMM && !f->len &&
-	    ibtrs_imm_type(f->imm) == IBTRS_IMM_HB)
-		goto again;
 }
 
 /* ------------------------------------------------------------------ */
@@ -754,7 +665,7 @@ static void atk_recv_info(struct atk *a, unsigned int con)
 	struct ibtrs_desc d[IBTRS_MAX_INFO_DESCS];
 	struct tcp_frame f;
 
-	recv_frame(a->fd[con], &f, buf, sizeof(buf));
+	rt_recv_frame(a->fd[con], &f, buf, sizeof(buf), IO_TIMEOUT_MS);
 	CHECK_EQ(f.op, TCP_OP_SEND);
 	CHECK_EQ(ibtrs_info_rsp_decode(buf, f.len, d, IBTRS_MAX_INFO_DESCS), 1);
 	CHECK_EQ(d[0].len, (uint64_t)SRV_QD * a->rsp.chunk_size);
@@ -838,7 +749,7 @@ static void atk_expect_rsp(struct atk *a, unsigned int con, uint32_t chunk,
 	struct tcp_frame f;
 	uint32_t i;
 
-	recv_frame(a->fd[con], &f, buf, sizeof(buf));
+	rt_recv_frame(a->fd[con], &f, buf, sizeof(buf), IO_TIMEOUT_MS);
 	CHECK_EQ(f.op, TCP_OP_WRITE_IMM);
 	CHECK_EQ(f.imm, ibtrs_imm_rsp(chunk, 0));
 	if (!desc) {
@@ -868,7 +779,7 @@ static void atk_ping(struct atk *a, unsigned int con, uint32_t chunk)
 	/* A heartbeat is answered too. */
 	send_frame(a->fd[con], TCP_OP_WRITE_IMM, 0, 0,
 		   ibtrs_imm_hb(IBTRS_IMM_HB), 0, 0, 0, NULL, 0);
-	recv_frame(a->fd[con], &f, buf, sizeof(buf));
+	rt_recv_frame(a->fd[con], &f, buf, sizeof(buf), IO_TIMEOUT_MS);
 	CHECK_EQ(f.op, TCP_OP_WRITE_IMM);
 	CHECK_EQ(f.imm, ibtrs_imm_hb(IBTRS_IMM_HB_ACK));
 }
@@ -897,19 +808,19 @@ static void case_garbage(void)
 	fd = raw_connect();
 	rnd_bytes(buf, sizeof(buf));
 	buf[0] = 'X';
-	send_all(fd, buf, sizeof(buf));
+	rt_send_all(fd, buf, sizeof(buf), IO_TIMEOUT_MS, NULL);
 	CHECK_EQ(expect_closed(fd), 0);
 
 	/* Garbage after a correct magic and status. */
 	fd = raw_connect();
 	memcpy(buf, TCP_HELLO_MAGIC, 4);
 	memset(buf + 4, 0, 4);
-	send_all(fd, buf, sizeof(buf));
+	rt_send_all(fd, buf, sizeof(buf), IO_TIMEOUT_MS, NULL);
 	expect_closed(fd);
 
 	/* A single byte of garbage, then nothing: closed once the peer ends. */
 	fd = raw_connect();
-	send_all(fd, "\xff", 1);
+	rt_send_all(fd, "\xff", 1, IO_TIMEOUT_MS, NULL);
 	shutdown(fd, SHUT_WR);
 	CHECK_EQ(expect_closed(fd), 0);
 }
@@ -1311,10 +1222,10 @@ static void busy_refused(struct atk *a, uint32_t chunk)
 	struct tcp_frame w;
 	int ret;
 
-	ret = recv_all(a->fd[0], &w, sizeof(w), CLOSE_TIMEOUT_MS);
+	ret = rt_recv_all(a->fd[0], &w, sizeof(w), CLOSE_TIMEOUT_MS);
 	while (!ret && w.op == TCP_OP_WRITE_IMM && !w.len &&
 	       ibtrs_imm_type(le32toh(w.imm)) == IBTRS_IMM_HB)
-		ret = recv_all(a->fd[0], &w, sizeof(w), CLOSE_TIMEOUT_MS);
+		ret = rt_recv_all(a->fd[0], &w, sizeof(w), CLOSE_TIMEOUT_MS);
 	if (ret == -ECONNRESET) {
 		atk_close(a);
 		return;
@@ -1381,7 +1292,7 @@ static void case_busy_chunk(void)
 		struct tcp_frame f;
 		char buf[8];
 
-		recv_frame(a.fd[0], &f, buf, sizeof(buf));
+		rt_recv_frame(a.fd[0], &f, buf, sizeof(buf), IO_TIMEOUT_MS);
 		CHECK_EQ(f.op, TCP_OP_WRITE_IMM);
 		CHECK_EQ(f.imm, ibtrs_imm_rsp(7, -EIO));
 	}
@@ -1421,7 +1332,7 @@ static void case_truncated(void)
 
 	/* Part of a header, then close. */
 	atk_open(&a, "atk-trunc1", 1, true);
-	send_all(a.fd[0], &f, 10);
+	rt_send_all(a.fd[0], &f, 10, IO_TIMEOUT_MS, NULL);
 	atk_close(&a);
 
 	/* Part of a payload, then close. */
@@ -1433,7 +1344,7 @@ static void case_truncated(void)
 
 	/* The same, half-closed: the server must close its side. */
 	atk_open(&a, "atk-trunc3", 1, true);
-	send_all(a.fd[0], &f, 10);
+	rt_send_all(a.fd[0], &f, 10, IO_TIMEOUT_MS, NULL);
 	shutdown(a.fd[0], SHUT_WR);
 	atk_expect_closed(&a);
 	atk_open(&a, "atk-trunc4", 1, true);
@@ -1445,11 +1356,11 @@ static void case_truncated(void)
 
 	/* A truncated hello. */
 	fd = raw_connect();
-	send_all(fd, TCP_HELLO_MAGIC "\0\0\0\0", 8);
+	rt_send_all(fd, TCP_HELLO_MAGIC "\0\0\0\0", 8, IO_TIMEOUT_MS, NULL);
 	shutdown(fd, SHUT_WR);
 	CHECK_EQ(expect_closed(fd), 0);
 	fd = raw_connect();
-	send_all(fd, TCP_HELLO_MAGIC, 4);
+	rt_send_all(fd, TCP_HELLO_MAGIC, 4, IO_TIMEOUT_MS, NULL);
 	close(fd);
 
 	/* Connected, then reset with unread data on both sides. */
@@ -1484,7 +1395,8 @@ static void *slow_thread(void *arg)
 	memcpy(h.priv, &m, sizeof(h.priv));
 	a.fd[0] = raw_connect();
 	for (i = 0; i < sizeof(h); i++) {
-		if (send_all(a.fd[0], (char *)&h + i, 1))
+		if (rt_send_all(a.fd[0], (char *)&h + i, 1, IO_TIMEOUT_MS,
+				NULL))
 			break;
 		usleep(100 * 1000);
 	}
@@ -1667,7 +1579,7 @@ static void fake_accept(struct fake *fk)
 		close(fd);
 		return;
 	}
-	if (recv_all(fd, &h, sizeof(h), IO_TIMEOUT_MS)) {
+	if (rt_recv_all(fd, &h, sizeof(h), IO_TIMEOUT_MS)) {
 		close(fd);
 		return;
 	}
@@ -1690,7 +1602,7 @@ static void fake_accept(struct fake *fk)
 	case FAKE_GARBAGE_HELLO:
 		rnd_bytes(junk, sizeof(junk));
 		junk[0] = 'Z';
-		send_all(fd, junk, sizeof(junk));
+		rt_send_all(fd, junk, sizeof(junk), IO_TIMEOUT_MS, NULL);
 		break;
 	case FAKE_CLOSE_AFTER_HELLO:
 		fake_answer(fk, fd, TCP_HELLO_ACCEPT, &r);
@@ -1703,7 +1615,8 @@ static void fake_accept(struct fake *fk)
 	case FAKE_SILENT:
 		break;
 	case FAKE_SHORT_HELLO:
-		send_all(fd, TCP_HELLO_MAGIC "\0\0\0\0\xbd\x1b", 10);
+		rt_send_all(fd, TCP_HELLO_MAGIC "\0\0\0\0\xbd\x1b", 10,
+			    IO_TIMEOUT_MS, NULL);
 		close(fd);
 		return;
 	case FAKE_GEOMETRY_CHANGE:
@@ -1762,10 +1675,10 @@ static bool fake_frame(struct fake *fk, int fd)
 	unsigned int off_bits = (unsigned int)ibtrs_imm_off_bits(
 		FAKE_QD, ibtrs_chunk_size(FAKE_MAX_IO));
 
-	if (recv_all(fd, &w, sizeof(w), IO_TIMEOUT_MS))
+	if (rt_recv_all(fd, &w, sizeof(w), IO_TIMEOUT_MS))
 		return false;
 	CHECK(le32toh(w.len) <= sizeof(buf));
-	if (w.len && recv_all(fd, buf, le32toh(w.len), IO_TIMEOUT_MS))
+	if (w.len && rt_recv_all(fd, buf, le32toh(w.len), IO_TIMEOUT_MS))
 		return false;
 	if (w.op == TCP_OP_SEND) {
 		fake_send_info(fk, fd);

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "rawtcp.h"
 #include "tcp/tcp_proto.h"
 #include "test.h"
 #include "xprt.h"
@@ -329,82 +330,7 @@ static void do_listener_close(void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* the raw client                                                       */
-
-static int cli_connect(const struct sockaddr_storage *addr)
-{
-	struct pollfd p;
-	int fd, err = 0, one = 1;
-	socklen_t elen = sizeof(err);
-
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	CHECK(fd >= 0);
-	if (connect(fd, (const struct sockaddr *)addr,
-		    sizeof(struct sockaddr_in)) &&
-	    errno != EINPROGRESS) {
-		fprintf(stderr, "connect: %s\n", strerror(errno));
-		exit(1);
-	}
-	p.fd = fd;
-	p.events = POLLOUT;
-	CHECK_EQ(poll(&p, 1, WAIT_MS), 1);
-	CHECK_EQ(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen), 0);
-	CHECK_EQ(err, 0);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
-/* Send all of @buf; returns the number of send() calls it took. */
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	int calls = 0;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		ssize_t n;
-
-		CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
-		n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0) {
-			fprintf(stderr, "send: %s\n", strerror(errno));
-			exit(1);
-		}
-		calls++;
-		p += n;
-		len -= (size_t)n;
-	}
-	return calls;
-}
-
-/* Receive exactly @len bytes within WAIT_MS, or fail the test. */
-static void recv_all(int fd, void *buf, size_t len)
-{
-	double end = t_now() + WAIT_MS / 1000.0;
-	char *p = buf;
-
-	while (len) {
-		int left = (int)((end - t_now()) * 1000) + 1;
-		ssize_t n;
-
-		if (left <= 0 || !readable(fd, left)) {
-			fprintf(stderr, "client: %zu bytes missing\n", len);
-			exit(1);
-		}
-		n = recv(fd, p, len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n <= 0) {
-			fprintf(stderr, "client: recv: %s\n",
-				n ? strerror(errno) : "end of stream");
-			exit(1);
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-}
+/* the raw client (tests/lib/rawtcp.h)                                  */
 
 /* Wait until the server acknowledged everything @fd sent. */
 static void wait_acked(int fd)
@@ -422,27 +348,6 @@ static void wait_acked(int fd)
 		}
 		usleep(1000);
 	}
-}
-
-/* The next frame that is not a heartbeat, in host order, and its payload. */
-static void recv_frame(int fd, struct tcp_frame *f, void *buf, size_t max)
-{
-	struct tcp_frame w;
-
-	do {
-		recv_all(fd, &w, sizeof(w));
-		f->op = w.op;
-		f->flags = w.flags;
-		f->reserved = le16toh(w.reserved);
-		f->imm = le32toh(w.imm);
-		f->len = le32toh(w.len);
-		f->rkey = le32toh(w.rkey);
-		f->raddr = le64toh(w.raddr);
-		CHECK_EQ(f->flags, 0);
-		CHECK(f->len <= max);
-		if (f->len)
-			recv_all(fd, buf, f->len);
-	} while (f->op == TCP_OP_WRITE_IMM && !f->len);
 }
 
 int main(void)
@@ -491,10 +396,11 @@ int main(void)
 	CHECK(((struct sockaddr_in *)&bound)->sin_port != 0);
 
 	/* Connect: hello out, the server's accept answer back. */
-	fd = cli_connect(&bound);
+	fd = rt_connect((struct sockaddr *)&bound, sizeof(struct sockaddr_in),
+			WAIT_MS);
 	memset(hello.priv, 0x5c, sizeof(hello.priv));
-	send_all(fd, &hello, sizeof(hello));
-	recv_all(fd, &hello, sizeof(hello));
+	CHECK_EQ(rt_send_all(fd, &hello, sizeof(hello), WAIT_MS, NULL), 0);
+	CHECK_EQ(rt_recv_all(fd, &hello, sizeof(hello), WAIT_MS), 0);
 	CHECK(!memcmp(hello.magic, TCP_HELLO_MAGIC, 4));
 	CHECK_EQ(le32toh(hello.status), TCP_HELLO_ACCEPT);
 	CHECK(!memcmp(hello.priv, srv.answer, sizeof(hello.priv)));
@@ -531,7 +437,7 @@ int main(void)
 	SRV_WAIT(srv.parked);
 	CHECK(srv.parked);
 	pthread_mutex_unlock(&srv.lock);
-	calls = send_all(fd, batch, sizeof(batch));
+	CHECK_EQ(rt_send_all(fd, batch, sizeof(batch), WAIT_MS, &calls), 0);
 	wait_acked(fd);
 	pthread_mutex_lock(&srv.lock);
 	srv.go = true;
@@ -569,7 +475,7 @@ int main(void)
 
 	/* Every answer, in order. */
 	for (i = 0; i < NR_FRAMES; i++) {
-		recv_frame(fd, &f, payload, sizeof(payload));
+		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
 		CHECK_EQ(f.op, TCP_OP_SEND);
 		CHECK_EQ(f.len, RSP_LEN);
 		memcpy(&v, payload, sizeof(v));
@@ -596,7 +502,7 @@ int main(void)
 		SRV_WAIT(srv.lazy_done[i]);
 		CHECK(srv.lazy_done[i]);
 		pthread_mutex_unlock(&srv.lock);
-		recv_frame(fd, &f, payload, sizeof(payload));
+		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
 		CHECK_EQ(f.op, TCP_OP_SEND);
 		CHECK_EQ(f.len, sizeof(v));
 		memcpy(&v, payload, sizeof(v));
