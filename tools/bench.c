@@ -1073,19 +1073,7 @@ static void bench_paths(struct bench *b, struct bench_res *res)
 				 b->cfg->paths[i]);
 		else
 			snprintf(p->addr, sizeof(p->addr), "?");
-		snprintf(p->state, sizeof(p->state), "%s",
-			 ibtrs_path_state_str(st.state));
-		p->ops = st.rd_ops + st.wr_ops;
-		p->rd_ops = st.rd_ops;
-		p->wr_ops = st.wr_ops;
-		p->errors = st.errors;
-		p->failovers = st.failovers;
-		p->reconnect_attempts = st.reconnect_attempts;
-		p->reconnects = st.reconnects;
-		p->hb_rtt_us = st.hb_rtt_us;
-		p->lat_p50_us = st.lat_p50_us;
-		p->lat_p99_us = st.lat_p99_us;
-		p->lat_p999_us = st.lat_p999_us;
+		p->st = st;
 		res->path_cnt++;
 	}
 	snprintf(res->policy, sizeof(res->policy), "%s",
@@ -1366,7 +1354,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	/* Only over a connected path: the answer must not wait for a
 	 * reconnect or a failover timeout. */
 	for (i = 0; i < res->path_cnt && srv_ok; i++) {
-		if (strcmp(res->paths[i].state, "connected"))
+		if (res->paths[i].st.state != IBTRS_PATH_CONNECTED)
 			continue;
 		if (!bench_srv_cpu(&b, &srv_user1, &srv_sys1)) {
 			res->srv_cpu = true;
@@ -1560,23 +1548,23 @@ static void bench_print_json(const struct bench_cfg *cfg,
 		printf("%s{\"addr\":", i ? "," : "");
 		tool_json_str(stdout, p->addr);
 		printf(",\"state\":");
-		tool_json_str(stdout, p->state);
+		tool_json_str(stdout, ibtrs_path_state_str(p->st.state));
 		printf(",\"ops\":%llu,\"rd_ops\":%llu,\"wr_ops\":%llu,"
 		       "\"errors\":%llu,\"failovers\":%llu,"
 		       "\"reconnect_attempts\":%llu,\"reconnects\":%llu,"
 		       "\"hb_rtt_us\":%llu,"
 		       "\"lat_us\":{\"p50\":%llu,\"p99\":%llu,\"p999\":%llu}}",
-		       (unsigned long long)p->ops,
-		       (unsigned long long)p->rd_ops,
-		       (unsigned long long)p->wr_ops,
-		       (unsigned long long)p->errors,
-		       (unsigned long long)p->failovers,
-		       (unsigned long long)p->reconnect_attempts,
-		       (unsigned long long)p->reconnects,
-		       (unsigned long long)p->hb_rtt_us,
-		       (unsigned long long)p->lat_p50_us,
-		       (unsigned long long)p->lat_p99_us,
-		       (unsigned long long)p->lat_p999_us);
+		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
+		       (unsigned long long)p->st.rd_ops,
+		       (unsigned long long)p->st.wr_ops,
+		       (unsigned long long)p->st.errors,
+		       (unsigned long long)p->st.failovers,
+		       (unsigned long long)p->st.reconnect_attempts,
+		       (unsigned long long)p->st.reconnects,
+		       (unsigned long long)p->st.hb_rtt_us,
+		       (unsigned long long)p->st.lat_p50_us,
+		       (unsigned long long)p->st.lat_p99_us,
+		       (unsigned long long)p->st.lat_p999_us);
 	}
 	printf("]");
 	bench_print_cpu_json(res);
@@ -1646,10 +1634,11 @@ static void bench_print_table(const struct bench_cfg *cfg,
 	for (i = 0; i < res->path_cnt; i++) {
 		p = &res->paths[i];
 		printf("%-40s %-14s %12llu %9llu %10llu %10llu\n", p->addr,
-		       p->state, (unsigned long long)p->ops,
-		       (unsigned long long)p->failovers,
-		       (unsigned long long)p->reconnects,
-		       (unsigned long long)p->lat_p99_us);
+		       ibtrs_path_state_str(p->st.state),
+		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
+		       (unsigned long long)p->st.failovers,
+		       (unsigned long long)p->st.reconnects,
+		       (unsigned long long)p->st.lat_p99_us);
 	}
 	if (cfg->events) {
 		printf("\nevents:\n");

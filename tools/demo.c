@@ -264,8 +264,8 @@ static int demo_summary(const struct bench_res *res,
 	size_t i;
 
 	for (i = 0; i < res->path_cnt; i++) {
-		failovers += res->paths[i].failovers;
-		reconnects += res->paths[i].reconnects;
+		failovers += res->paths[i].st.failovers;
+		reconnects += res->paths[i].st.reconnects;
 	}
 	printf("\nsummary:\n"
 	       "  %llu requests (%llu reads, %llu writes), %llu bytes in %.2f s\n"
@@ -280,10 +280,11 @@ static int demo_summary(const struct bench_res *res,
 	for (i = 0; i < res->path_cnt; i++)
 		printf("  path %zu %s: %llu requests, %llu failovers, %llu reconnects, now %s\n",
 		       i, res->paths[i].addr,
-		       (unsigned long long)res->paths[i].ops,
-		       (unsigned long long)res->paths[i].failovers,
-		       (unsigned long long)res->paths[i].reconnects,
-		       res->paths[i].state);
+		       (unsigned long long)(res->paths[i].st.rd_ops +
+					    res->paths[i].st.wr_ops),
+		       (unsigned long long)res->paths[i].st.failovers,
+		       (unsigned long long)res->paths[i].st.reconnects,
+		       ibtrs_path_state_str(res->paths[i].st.state));
 	printf("  failovers: %llu, reconnects: %llu\n"
 	       "  server: %llu requests run, %llu run twice, %llu replays (answered\n"
 	       "          from the first run after a failover)\n"

@@ -266,28 +266,13 @@ struct bench_cfg {
 };
 
 /**
- * struct bench_path_res - counters of one path at the end of a run
- * @addr: destination address as text
- * @state: path state as text
- * @ops: requests completed on the path (@rd_ops + @wr_ops)
- * @rd_ops, @wr_ops, @errors, @failovers, @reconnect_attempts, @reconnects,
- * @hb_rtt_us, @lat_p50_us, @lat_p99_us, @lat_p999_us: as in struct
- *     ibtrs_path_stats
+ * struct bench_path_res - one path at the end of a run
+ * @addr: its address as text ("SRC->DST" when a source was given)
+ * @st: its counters, from ibtrs_clt_path_stats()
  */
 struct bench_path_res {
 	char addr[128];
-	char state[32];
-	uint64_t ops;
-	uint64_t rd_ops;
-	uint64_t wr_ops;
-	uint64_t errors;
-	uint64_t failovers;
-	uint64_t reconnect_attempts;
-	uint64_t reconnects;
-	uint64_t hb_rtt_us;
-	uint64_t lat_p50_us;
-	uint64_t lat_p99_us;
-	uint64_t lat_p999_us;
+	struct ibtrs_path_stats st;
 };
 
 /**
