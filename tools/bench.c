@@ -26,7 +26,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -820,19 +819,6 @@ static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
 	return 0;
 }
 
-/* CPU time of this process, user and kernel, in microseconds. */
-static void bench_self_cpu(uint64_t *user_us, uint64_t *sys_us)
-{
-	struct rusage ru;
-
-	memset(&ru, 0, sizeof(ru));
-	getrusage(RUSAGE_SELF, &ru);
-	*user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u +
-		   (uint64_t)ru.ru_utime.tv_usec;
-	*sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u +
-		  (uint64_t)ru.ru_stime.tv_usec;
-}
-
 /**
  * bench_link_ev() - connectivity changes of the session
  * @priv: the struct bench
@@ -1282,7 +1268,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	}
 
 	srv_ok = !bench_srv_cpu(&b, &srv_user0, &srv_sys0);
-	bench_self_cpu(&clt_user0, &clt_sys0);
+	tool_cpu_us(&clt_user0, &clt_sys0);
 	start = tool_now_ns();
 	for (i = 0; i < b.nthreads; i++) {
 		err = pthread_create(&b.threads[i].thread, NULL, bench_worker,
@@ -1347,7 +1333,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	for (i = 0; i < started; i++)
 		bench_join(&b.threads[i]);
 	res->time_s = (double)(tool_now_ns() - start) / 1e9;
-	bench_self_cpu(&clt_user1, &clt_sys1);
+	tool_cpu_us(&clt_user1, &clt_sys1);
 	res->clt_user_s = (double)(clt_user1 - clt_user0) / 1e6;
 	res->clt_sys_s = (double)(clt_sys1 - clt_sys0) / 1e6;
 	bench_paths(&b, res);

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -216,18 +215,18 @@ static int srv_stats_req(struct ibtrs_srv_op *id, int dir,
 			 size_t datalen)
 {
 	struct tool_blk_stats st = { 0 };
-	struct rusage ru;
+	uint64_t user_us, sys_us;
+	int ret;
 
 	if (dir != IBTRS_READ || msg->offset || datalen < sizeof(st) ||
 	    le32toh(msg->len) != datalen ||
 	    (le32toh(msg->flags) & ~TOOL_BLK_FLAGS_MASK))
 		return -EINVAL;
-	if (getrusage(RUSAGE_SELF, &ru))
-		return -errno;
-	st.user_us = htole64((uint64_t)ru.ru_utime.tv_sec * 1000000u +
-			     (uint64_t)ru.ru_utime.tv_usec);
-	st.sys_us = htole64((uint64_t)ru.ru_stime.tv_sec * 1000000u +
-			    (uint64_t)ru.ru_stime.tv_usec);
+	ret = tool_cpu_us(&user_us, &sys_us);
+	if (ret)
+		return ret;
+	st.user_us = htole64(user_us);
+	st.sys_us = htole64(sys_us);
 	st.requests = htole64(__atomic_load_n(&srv_requests, __ATOMIC_RELAXED));
 	memset(data, 0, datalen);
 	memcpy(data, &st, sizeof(st));

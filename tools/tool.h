@@ -93,6 +93,7 @@ int tool_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tool_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tool_parse_seconds(const char *s, double *out);
 uint64_t tool_now_ns(void);
+int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us);
 uint64_t tool_random64(void);
 void tool_json_str(FILE *f, const char *s);
 void tool_signals_init(void);

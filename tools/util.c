@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,6 +233,27 @@ uint64_t tool_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/**
+ * tool_cpu_us() - CPU time of this process so far (getrusage)
+ * @user_us: time in user mode, microseconds
+ * @sys_us: time in the kernel, microseconds
+ *
+ * Return: 0, or -errno (both times are then 0).
+ */
+int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us)
+{
+	struct rusage ru;
+
+	*user_us = *sys_us = 0;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return -errno;
+	*user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+		   (uint64_t)ru.ru_utime.tv_usec;
+	*sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+		  (uint64_t)ru.ru_stime.tv_usec;
+	return 0;
 }
 
 /**
