@@ -446,16 +446,16 @@ static void tcp_flush_errors(struct tcp_con *c)
 /*
  * Send everything queued, many frames per sendmsg. Runs on whichever
  * thread finds nobody else flushing; returns with the queue empty, or
- * with EPOLLOUT armed, or with the connection failed. While the loop thread
- * processes received frames only an @early flush (a long queue) sends.
+ * with EPOLLOUT armed, or with the connection failed. Whether frames wait
+ * instead (a receive batch in progress, a lazy post) tcp_post() decides.
  */
-static void tcp_flush(struct tcp_con *c, bool early)
+static void tcp_flush(struct tcp_con *c)
 {
 	struct iovec iov[TCP_FLUSH_IOVS];
 	struct tcp_wr *done[TCP_FLUSH_WRS];
 
 	pthread_mutex_lock(&c->sq_lock);
-	if (c->flushing || c->blocked || c->dead || (c->in_rx && !early)) {
+	if (c->flushing || c->blocked || c->dead) {
 		pthread_mutex_unlock(&c->sq_lock);
 		return;
 	}
@@ -546,7 +546,7 @@ static void tcp_flush_work(struct ibtrs_work *w)
 	pthread_mutex_lock(&c->sq_lock);
 	c->flush_asked = false;
 	pthread_mutex_unlock(&c->sq_lock);
-	tcp_flush(c, false);
+	tcp_flush(c);
 }
 
 static int tcp_post(struct tcp_con *c, const struct iovec *iov,
@@ -615,7 +615,7 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	if (ask)
 		ibtrs_loop_queue(c->loop, &c->flush_work);
 	else if (started && !lazy)
-		tcp_flush(c, early);
+		tcp_flush(c);
 	return 0;
 }
 
@@ -926,7 +926,7 @@ static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 		return;
 	}
 	if (!c->failed)
-		tcp_flush(c, false);
+		tcp_flush(c);
 }
 
 static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
@@ -964,7 +964,7 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	if (c->blocked)
 		ibtrs_loop_mod(loop, &c->src, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 	pthread_mutex_unlock(&c->sq_lock);
-	tcp_flush(c, false);
+	tcp_flush(c);
 	return 0;
 }
 
