@@ -386,12 +386,6 @@ bench_report(struct bench *b, const char *fmt, ...)
 		tool_err("warning: %s", buf);
 }
 
-/**
- * bench_req_done() - give a request slot and its block back
- * @t: the thread
- * @req: the slot
- * @lat_ns: latency to record, 0 for none
- */
 /*
  * Slots freed before the submitter is woken: half of its share of the
  * queue depth, all of a share under 8. One wake-up then refills many
@@ -405,15 +399,28 @@ static unsigned int bench_batch(const struct bench_thread *t)
 	return t->qd < 8 ? t->qd : t->qd / 2;
 }
 
-static void bench_req_done(struct bench_thread *t, struct bench_req *req,
-			   uint64_t lat_ns)
+/* The request of @req ended: its latency (0: none) and its block; lock held. */
+static void bench_req_ended(struct bench_thread *t, struct bench_req *req,
+			    uint64_t lat_ns)
 {
-	pthread_mutex_lock(&t->lock);
 	if (lat_ns) {
 		hist_add(&t->hist, lat_ns);
 		hist_add(&t->ihist, lat_ns);
 	}
 	t->busy[req->blk] = 0;
+}
+
+/**
+ * bench_req_done() - give a request slot and its block back
+ * @t: the thread
+ * @req: the slot
+ * @lat_ns: latency to record, 0 for none
+ */
+static void bench_req_done(struct bench_thread *t, struct bench_req *req,
+			   uint64_t lat_ns)
+{
+	pthread_mutex_lock(&t->lock);
+	bench_req_ended(t, req, lat_ns);
 	req->next = t->free;
 	t->free = req;
 	t->inflight--;
@@ -559,23 +566,17 @@ static void bench_pick(struct bench_thread *t, struct bench_req *req)
 }
 
 /**
- * bench_take_slot() - take a free request slot and pick a free block
+ * bench_take_slot() - wait for a free request slot and pick a free block
  * @t: the thread
- * @wait: sleep until a slot is free
  *
  * Return: the slot with its block chosen and marked busy, its direction
- * and sequence number set, or NULL when the run is over or (!@wait) no slot
- * is free.
+ * and sequence number set, or NULL when the run is over.
  */
-static struct bench_req *bench_take_slot(struct bench_thread *t, bool wait)
+static struct bench_req *bench_take_slot(struct bench_thread *t)
 {
 	struct bench_req *req;
 
 	pthread_mutex_lock(&t->lock);
-	if (!wait && t->inflight >= t->qd) {
-		pthread_mutex_unlock(&t->lock);
-		return NULL;
-	}
 	while (t->inflight >= t->qd && !bench_stopping(t->b)) {
 		t->waiting = true;
 		pthread_cond_wait(&t->cond, &t->lock);
@@ -695,9 +696,7 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 	struct ibtrs_tag *tag;
 
 	pthread_mutex_lock(&t->lock);
-	hist_add(&t->hist, lat_ns);
-	hist_add(&t->ihist, lat_ns);
-	t->busy[req->blk] = 0;
+	bench_req_ended(t, req, lat_ns);
 	if (bench_stopping(t->b)) {
 		pthread_mutex_unlock(&t->lock);
 		bench_req_done(t, req, 0);
@@ -732,7 +731,7 @@ static void *bench_worker(void *arg)
 	struct ibtrs_tag *tag;
 	int ret;
 
-	while ((req = bench_take_slot(t, true))) {
+	while ((req = bench_take_slot(t))) {
 		tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
 		if (!tag) {
 			ret = errno;
