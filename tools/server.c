@@ -263,19 +263,16 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	uint32_t len;
 
 	(void)sess;
-	if (usrlen < TOOL_BLK_MSG_V1_SIZE) {
-		__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
-		return -EINVAL;
-	}
-	if (!disk) {
-		__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
-		return -ENODEV;
-	}
 	memset(&msg, 0, sizeof(msg));
 	memcpy(&msg, usr, usrlen < sizeof(msg) ? usrlen : sizeof(msg));
-	if (le32toh(msg.flags) & TOOL_BLK_STATS)
+	if (usrlen >= TOOL_BLK_MSG_V1_SIZE &&
+	    (le32toh(msg.flags) & TOOL_BLK_STATS))
 		return srv_stats_req(id, dir, &msg, data, datalen);
 	__atomic_fetch_add(&srv_requests, 1, __ATOMIC_RELAXED);
+	if (usrlen < TOOL_BLK_MSG_V1_SIZE)
+		return -EINVAL;
+	if (!disk)
+		return -ENODEV;
 	req_id = le64toh(msg.req_id);
 	if (req_id && !srv_null && srv_ids_seen(&srv_ids, req_id))
 		__atomic_fetch_add(&srv_duplicates, 1, __ATOMIC_RELAXED);
