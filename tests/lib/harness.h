@@ -79,32 +79,6 @@ static inline void h_sleep_ms(unsigned int ms)
 		;
 }
 
-/* Absolute CLOCK_MONOTONIC time @ms from now. */
-static inline struct timespec h_deadline(unsigned int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
-}
-
-/* A condition variable that waits on CLOCK_MONOTONIC. */
-static inline void h_cond_init(pthread_cond_t *cond)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(cond, &a);
-	pthread_condattr_destroy(&a);
-}
-
 /* Fast deterministic fill, 8 bytes per step. */
 static inline void h_fill(void *buf, size_t len, unsigned long long seed)
 {
@@ -483,7 +457,7 @@ static inline void h_srv_start(struct h_srv *srv, const char *listen,
 	CHECK(!h_cur_srv);
 	memset(srv, 0, sizeof(*srv));
 	pthread_mutex_init(&srv->lock, NULL);
-	h_cond_init(&srv->cond);
+	t_cond_init(&srv->cond);
 	h_cur_srv = srv;
 
 	ibtrs_srv_opts_init(&opts, sizeof(opts));
@@ -554,7 +528,7 @@ static inline void h_srv_expect_usr(struct h_srv *srv, const void *usr,
 static inline bool h_srv_wait_held(struct h_srv *srv, unsigned int n,
 				   unsigned int ms)
 {
-	struct timespec ts = h_deadline(ms);
+	struct timespec ts = t_deadline(ms);
 	bool ok;
 
 	pthread_mutex_lock(&srv->lock);
@@ -808,7 +782,7 @@ static inline void h_wait_init(struct h_wait *w)
 {
 	memset(w, 0, sizeof(*w));
 	pthread_mutex_init(&w->lock, NULL);
-	h_cond_init(&w->cond);
+	t_cond_init(&w->cond);
 }
 
 static inline void h_wait_destroy(struct h_wait *w)
@@ -838,7 +812,7 @@ static inline void h_conf(void *priv, int err)
 static inline bool h_wait_calls(struct h_wait *w, unsigned int n,
 				unsigned int ms)
 {
-	struct timespec ts = h_deadline(ms);
+	struct timespec ts = t_deadline(ms);
 	bool ok;
 
 	pthread_mutex_lock(&w->lock);

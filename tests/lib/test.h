@@ -9,6 +9,7 @@
 #define IBTRS_TEST_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,32 @@ static inline double t_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Absolute CLOCK_MONOTONIC time @ms from now, for t_cond_init() waits. */
+static inline struct timespec t_deadline(unsigned int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+/* A condition variable that waits on CLOCK_MONOTONIC. */
+static inline void t_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &a);
+	pthread_condattr_destroy(&a);
 }
 
 /* xorshift64*: deterministic data for integrity checks. */

@@ -77,7 +77,7 @@ static void side_init(struct side *s, const char *name, struct ibtrs_loop *loop)
 	s->name = name;
 	s->loop = loop;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	t_cond_init(&s->cond);
 }
 
 static void on_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
@@ -111,16 +111,7 @@ static const struct ibtrs_xprt_handler handler = {
 
 static struct timespec deadline(double s)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)s;
-	ts.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
+	return t_deadline((unsigned int)(s * 1000));
 }
 
 /* Next completion of @s, or fail the test. */
@@ -363,7 +354,7 @@ int main(void)
 	}
 	fprintf(stderr, "ofi provider: %s\n", prov);
 	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.cond, NULL);
+	t_cond_init(&srv.cond);
 
 	CHECK_EQ(ibtrs_loop_create(&srv.loop, "srv", NULL, NULL, 0), 0);
 	CHECK_EQ(ibtrs_loop_create(&cloop, "clt", NULL, NULL, 0), 0);

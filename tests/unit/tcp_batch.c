@@ -112,24 +112,10 @@ static void watchdog(int sig)
 	_exit(1);
 }
 
-static struct timespec deadline(int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
-}
-
 /* Wait on srv.cond, srv.lock held, until @pred or WAIT_MS passed. */
 #define SRV_WAIT(pred)                                                   \
 	do {                                                             \
-		struct timespec ts_ = deadline(WAIT_MS);                 \
+		struct timespec ts_ = t_deadline(WAIT_MS);               \
 		while (!(pred))                                          \
 			if (pthread_cond_timedwait(&srv.cond, &srv.lock, \
 						   &ts_))                \
@@ -375,7 +361,7 @@ int main(void)
 		return T_SKIP;
 	}
 	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.cond, NULL);
+	t_cond_init(&srv.cond);
 	srv.cli_fd = -1;
 	srv.park.fn = srv_park;
 	for (i = 0; i < IBTRS_XPRT_PRIV_LEN; i++)
