@@ -194,7 +194,10 @@ struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
  * @sess: the session
  * @tag: a tag from ibtrs_clt_get_tag(), or NULL
  *
- * The tag must have no request in flight.
+ * The tag must have no request in flight. Threads sleeping in
+ * ibtrs_clt_get_tag() are woken in batches: while requests of the session
+ * are in flight, one per quarter of the queue depth (at most 32) of tags
+ * put back; the put that leaves no request in flight wakes them all.
  *
  * Context: any, including callbacks.
  */

@@ -215,6 +215,18 @@ struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
 	return tag;
 }
 
+/* Whether a request of @sess is in flight on one of its paths. */
+static bool clt_any_inflight(struct ibtrs_clt *sess)
+{
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	for (i = 0; i < n; i++)
+		if (atomic_load_explicit(&sess->paths[i]->inflight,
+					 memory_order_relaxed))
+			return true;
+	return false;
+}
+
 void ibtrs_clt_put_tag(struct ibtrs_clt *sess, struct ibtrs_tag *tag)
 {
 	bool held = true;
@@ -228,7 +240,9 @@ void ibtrs_clt_put_tag(struct ibtrs_clt *sess, struct ibtrs_tag *tag)
 			     sess->sessname);
 		return;
 	}
-	ibtrs_tags_put(&sess->tag_ids, tag->mem_id);
+	/* Tags of requests in flight come back soon: they may wake a waiter
+	 * in a batch (tags.h). */
+	ibtrs_tags_put(&sess->tag_ids, tag->mem_id, clt_any_inflight(sess));
 }
 
 struct ibtrs_tag *ibtrs_tag_from_pdu(void *pdu)

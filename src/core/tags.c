@@ -6,7 +6,7 @@
  * shard first and then the others in turn. A get that finds nothing and
  * may wait registers as a waiter first, then looks again under wait_lock,
  * then sleeps; a put checks for waiters after its id is visible and wakes
- * one under wait_lock, so no wake-up is lost.
+ * under wait_lock, so no wake-up is lost. Which puts wake whom: tags.h.
  */
 #include <errno.h>
 #include <sched.h>
@@ -61,6 +61,15 @@ int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards)
 	}
 	pthread_mutex_init(&t->wait_lock, NULL);
 	pthread_cond_init(&t->wait_cond, NULL);
+	/*
+	 * A quarter of the ids: enough that a wake-up is rare next to the
+	 * requests it lets through, while three quarters stay in flight.
+	 */
+	t->wake_batch = nr / 4;
+	if (t->wake_batch > IBTRS_TAGS_MAX_WAKE_BATCH)
+		t->wake_batch = IBTRS_TAGS_MAX_WAKE_BATCH;
+	if (!t->wake_batch)
+		t->wake_batch = 1;
 	return 0;
 }
 
@@ -132,18 +141,27 @@ int ibtrs_tags_get(struct ibtrs_tags *t, bool wait)
 	return id;
 }
 
-void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id)
+void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id, bool more)
 {
 	struct ibtrs_tag_shard *s = &t->shards[my_shard(t)];
 
 	pthread_mutex_lock(&s->lock);
 	s->ids[s->nr++] = id;
 	pthread_mutex_unlock(&s->lock);
-	if (atomic_load(&t->waiters)) {
-		pthread_mutex_lock(&t->wait_lock);
+	if (!atomic_load(&t->waiters))
+		return;
+	if (more && atomic_fetch_add_explicit(&t->wake_pending, 1,
+					      memory_order_relaxed) +
+				    1 <
+			    t->wake_batch)
+		return;
+	atomic_store_explicit(&t->wake_pending, 0, memory_order_relaxed);
+	pthread_mutex_lock(&t->wait_lock);
+	if (more)
 		pthread_cond_signal(&t->wait_cond);
-		pthread_mutex_unlock(&t->wait_lock);
-	}
+	else
+		pthread_cond_broadcast(&t->wait_cond);
+	pthread_mutex_unlock(&t->wait_lock);
 }
 
 void ibtrs_tags_shutdown(struct ibtrs_tags *t)

@@ -3,6 +3,12 @@
  * tags.h - the tag allocator: ids 0..nr-1 in per-CPU shards, taken from
  * the caller's CPU first and stolen from the others when it is empty, so
  * that many submitting threads do not queue on one lock.
+ *
+ * Waiters are woken in batches. While more puts are on the way (requests
+ * still in flight), one waiter is woken per wake_batch puts: it then takes
+ * the batch with gets that do not sleep, where a wake-up per put would
+ * cost a context switch per request. The put that leaves nothing in flight
+ * wakes every waiter, so no id stays free while one sleeps for good.
  */
 #ifndef IBTRS_TAGS_H
 #define IBTRS_TAGS_H
@@ -13,6 +19,8 @@
 #include <stdint.h>
 
 #define IBTRS_TAGS_MAX_SHARDS 64
+/* Most puts that go by before a waiter is woken. */
+#define IBTRS_TAGS_MAX_WAKE_BATCH 32
 
 struct ibtrs_tag_shard {
 	pthread_mutex_t lock;
@@ -28,7 +36,9 @@ struct ibtrs_tags {
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	_Atomic unsigned int waiters;
-	_Atomic bool shutdown; /* set under wait_lock */
+	uint32_t wake_batch;	       /* puts per wake-up while more follow */
+	_Atomic uint32_t wake_pending; /* puts since the last wake-up */
+	_Atomic bool shutdown;	       /* set under wait_lock */
 };
 
 /* @nr ids over @nr_shards shards (0: one per online CPU). */
@@ -36,7 +46,11 @@ int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards);
 void ibtrs_tags_destroy(struct ibtrs_tags *t);
 /* An id, or -EAGAIN (none free, !wait) or -ECONNABORTED (shut down). */
 int ibtrs_tags_get(struct ibtrs_tags *t, bool wait);
-void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id);
+/*
+ * Give @id back. @more: more puts are on the way (requests still in
+ * flight); a waiter may then be left for a later put to wake.
+ */
+void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id, bool more);
 /* Fail every waiting and future get; returns when no caller waits. */
 void ibtrs_tags_shutdown(struct ibtrs_tags *t);
 /* Free ids now (a snapshot). */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * tags.c - unit tests of the sharded tag allocator: every id exactly once,
- * exhaustion, stealing across shards, waiting, shutdown, and many threads.
+ * exhaustion, stealing across shards, waiting, batched wake-ups, shutdown,
+ * and many threads.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,7 +34,7 @@ static void test_all_ids(unsigned int shards)
 	CHECK_EQ(ibtrs_tags_free_count(&tags), 0);
 	/* Put back into this CPU's shard only: still all reachable. */
 	for (i = 0; i < NR; i++)
-		ibtrs_tags_put(&tags, (uint32_t)ids[i]);
+		ibtrs_tags_put(&tags, (uint32_t)ids[i], false);
 	CHECK_EQ(ibtrs_tags_free_count(&tags), NR);
 	for (i = 0; i < NR; i++)
 		CHECK(ibtrs_tags_get(&tags, false) >= 0);
@@ -41,13 +42,70 @@ static void test_all_ids(unsigned int shards)
 	ibtrs_tags_destroy(&tags);
 }
 
+static _Atomic int got;
+
 static void *waiter(void *arg)
 {
 	int id = ibtrs_tags_get(&tags, true);
 
 	(void)arg;
 	atomic_store(&woke, id >= 0 ? 1 : id);
+	if (id >= 0)
+		atomic_fetch_add(&got, 1);
 	return NULL;
+}
+
+/* Wait (bounded) until @n callers sleep in ibtrs_tags_get(). */
+static void wait_waiters(unsigned int n)
+{
+	int i;
+
+	for (i = 0; i < 2000 && atomic_load(&tags.waiters) != n; i++)
+		usleep(1000);
+	CHECK_EQ(atomic_load(&tags.waiters), n);
+	/* Past the count, into the sleep. */
+	usleep(20000);
+}
+
+static void test_wake_batch(void)
+{
+	pthread_t th[3];
+	int ids[NR], i;
+
+	CHECK_EQ(ibtrs_tags_init(&tags, NR, 2), 0);
+	CHECK_EQ(tags.wake_batch, NR / 4);
+	for (i = 0; i < NR; i++)
+		CHECK((ids[i] = ibtrs_tags_get(&tags, false)) >= 0);
+	/* While more puts follow, a waiter sleeps until a batch is back. */
+	atomic_store(&woke, 0);
+	atomic_store(&got, 0);
+	CHECK_EQ(pthread_create(&th[0], NULL, waiter, NULL), 0);
+	wait_waiters(1);
+	for (i = 0; i < NR / 4 - 1; i++)
+		ibtrs_tags_put(&tags, (uint32_t)ids[i], true);
+	usleep(100000);
+	CHECK_EQ(atomic_load(&woke), 0);
+	CHECK_EQ(ibtrs_tags_free_count(&tags), NR / 4 - 1);
+	ibtrs_tags_put(&tags, (uint32_t)ids[NR / 4 - 1], true);
+	CHECK_EQ(pthread_join(th[0], NULL), 0);
+	CHECK_EQ(atomic_load(&got), 1);
+	/* Empty the pool again: the waiter holds one, take the rest. */
+	for (i = 0; i < NR / 4 - 1; i++)
+		CHECK(ibtrs_tags_get(&tags, false) >= 0);
+	CHECK_EQ(ibtrs_tags_get(&tags, false), -EAGAIN);
+	/* The put that says nothing more follows wakes every waiter. */
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(pthread_create(&th[i], NULL, waiter, NULL), 0);
+	wait_waiters(3);
+	ibtrs_tags_put(&tags, (uint32_t)ids[NR / 4], true);
+	ibtrs_tags_put(&tags, (uint32_t)ids[NR / 4 + 1], true);
+	usleep(100000);
+	CHECK_EQ(atomic_load(&got), 1);
+	ibtrs_tags_put(&tags, (uint32_t)ids[NR / 4 + 2], false);
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(pthread_join(th[i], NULL), 0);
+	CHECK_EQ(atomic_load(&got), 4);
+	ibtrs_tags_destroy(&tags);
 }
 
 static void test_wait_and_shutdown(void)
@@ -63,7 +121,7 @@ static void test_wait_and_shutdown(void)
 	CHECK_EQ(pthread_create(&th, NULL, waiter, NULL), 0);
 	usleep(100000);
 	CHECK_EQ(atomic_load(&woke), 0);
-	ibtrs_tags_put(&tags, 2);
+	ibtrs_tags_put(&tags, 2, true);
 	CHECK_EQ(pthread_join(th, NULL), 0);
 	CHECK_EQ(atomic_load(&woke), 1);
 	/* Shutdown wakes a waiter with -ECONNABORTED and fails later gets. */
@@ -102,14 +160,15 @@ static void *hammer(void *arg)
 			int id = held[--n];
 
 			CHECK_EQ(atomic_exchange(&owner[id], 0), 1);
-			ibtrs_tags_put(&tags, (uint32_t)id);
+			/* True: the ones still held come back later. */
+			ibtrs_tags_put(&tags, (uint32_t)id, n > 0);
 		}
 	}
 	while (n) {
 		int id = held[--n];
 
 		CHECK_EQ(atomic_exchange(&owner[id], 0), 1);
-		ibtrs_tags_put(&tags, (uint32_t)id);
+		ibtrs_tags_put(&tags, (uint32_t)id, n > 0);
 	}
 	return NULL;
 }
@@ -138,6 +197,7 @@ int main(void)
 	test_all_ids(3);
 	test_all_ids(0);
 	test_wait_and_shutdown();
+	test_wake_batch();
 	test_threads();
 	printf("tags: ok\n");
 	return 0;
