@@ -47,7 +47,8 @@ fail() {
 # column (e.g. "4 KiB WRITE QD64  k/s  147.5k  ...").
 for row in "4 KiB WRITE QD64" "4 KiB READ QD64" "128 KiB WRITE QD16" \
 	"128 KiB READ QD16" "QD1 4 KiB READ p50" "QD1 4 KiB READ p99" \
-	"4 KiB READ QD64, 4 threads" "4 KiB READ QD64, 16 threads" \
+	"4 KiB READ, 4 threads x QD64" "4 KiB READ, 16 threads x QD64" \
+	"4 KiB READ QD64 split, 16 threads" \
 	"QD1 4 KiB READ p50, busy poll" "4 KiB WRITE QD64, mem target"; do
 	line=$(grep -F -- "$row " "$tmp/out" | grep -v '^ofi:' | head -n 1)
 	[ -n "$line" ] || fail "row '$row' missing from the table"
@@ -64,7 +65,7 @@ d = json.load(open(sys.argv[1]))
 runs = d["rounds"][0]["runs"]
 want = ["ibtrs.w4k", "ibtrs.r4k", "ibtrs.w4kmem", "ibtrs.r4kmem",
         "ibtrs.w128k", "ibtrs.r128k", "ibtrs.lat", "ibtrs.latbp", "ibtrs.t1",
-        "ibtrs.t4", "ibtrs.t16"]
+        "ibtrs.t4", "ibtrs.t16", "ibtrs.t4x", "ibtrs.t16x"]
 bad = [k for k in want if not (runs.get(k, {}).get("kiops", 0) > 0)]
 if bad:
     sys.exit("no figure for %s" % ", ".join(bad))
@@ -78,6 +79,9 @@ if not runs["ibtrs.w4k"]["json"]["callback_submits"] > 0:
     sys.exit("ibtrs.w4k did not submit from the completion callback")
 if runs["ibtrs.t4"]["json"]["callback_submits"] != 0:
     sys.exit("ibtrs.t4 submitted from the completion callback")
+# QD 64 per thread: 16 x 64 in flight asked for.
+if runs["ibtrs.t16x"]["json"]["qd"] != 1024:
+    sys.exit("ibtrs.t16x did not run 16 x QD 64")
 if runs["ibtrs.lat"]["p50"] <= 0:
     sys.exit("QD1 p50 is not positive")
 EOF
