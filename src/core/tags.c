@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tags.h"
@@ -25,6 +26,7 @@ static unsigned int my_shard(const struct ibtrs_tags *t)
 
 int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards)
 {
+	pthread_condattr_t attr;
 	unsigned int i;
 	uint32_t id;
 
@@ -60,7 +62,10 @@ int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards)
 		s->ids[s->nr++] = id;
 	}
 	pthread_mutex_init(&t->wait_lock, NULL);
-	pthread_cond_init(&t->wait_cond, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->wait_cond, &attr);
+	pthread_condattr_destroy(&attr);
 	/*
 	 * A quarter of the ids: enough that a wake-up is rare next to the
 	 * requests it lets through, while three quarters stay in flight.
@@ -70,6 +75,7 @@ int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards)
 		t->wake_batch = IBTRS_TAGS_MAX_WAKE_BATCH;
 	if (!t->wake_batch)
 		t->wake_batch = 1;
+	t->recheck_ms = IBTRS_TAGS_RECHECK_MS;
 	return 0;
 }
 
@@ -113,6 +119,7 @@ static int try_get(struct ibtrs_tags *t)
 
 int ibtrs_tags_get(struct ibtrs_tags *t, bool wait)
 {
+	struct timespec ts;
 	int id;
 
 	if (atomic_load(&t->shutdown))
@@ -131,7 +138,16 @@ int ibtrs_tags_get(struct ibtrs_tags *t, bool wait)
 		id = try_get(t);
 		if (id >= 0)
 			break;
-		pthread_cond_wait(&t->wait_cond, &t->wait_lock);
+		/*
+		 * A put that says more follow may be the last one for long
+		 * (the other tags stay with their holders): look again now
+		 * and then, so such a tag does not stay free while we sleep.
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (long)t->recheck_ms * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&t->wait_cond, &t->wait_lock, &ts);
 	}
 	atomic_fetch_sub(&t->waiters, 1);
 	/* ibtrs_tags_shutdown() waits for the last waiter to leave. */

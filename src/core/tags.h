@@ -8,7 +8,9 @@
  * still in flight), one waiter is woken per wake_batch puts: it then takes
  * the batch with gets that do not sleep, where a wake-up per put would
  * cost a context switch per request. The put that leaves nothing in flight
- * wakes every waiter, so no id stays free while one sleeps for good.
+ * wakes every waiter. A waiter also looks again every IBTRS_TAGS_RECHECK_MS,
+ * for ids put back while other tags stay with holders that put nothing:
+ * no id stays free while one sleeps for good.
  */
 #ifndef IBTRS_TAGS_H
 #define IBTRS_TAGS_H
@@ -21,6 +23,8 @@
 #define IBTRS_TAGS_MAX_SHARDS 64
 /* Most puts that go by before a waiter is woken. */
 #define IBTRS_TAGS_MAX_WAKE_BATCH 32
+/* A waiter looks for a free id at least this often (ms). */
+#define IBTRS_TAGS_RECHECK_MS 200
 
 struct ibtrs_tag_shard {
 	pthread_mutex_t lock;
@@ -38,7 +42,8 @@ struct ibtrs_tags {
 	_Atomic unsigned int waiters;
 	uint32_t wake_batch;	       /* puts per wake-up while more follow */
 	_Atomic uint32_t wake_pending; /* puts since the last wake-up */
-	_Atomic bool shutdown;	       /* set under wait_lock */
+	uint32_t recheck_ms;   /* IBTRS_TAGS_RECHECK_MS; a test may change it */
+	_Atomic bool shutdown; /* set under wait_lock */
 };
 
 /* @nr ids over @nr_shards shards (0: one per online CPU). */

@@ -74,6 +74,9 @@ static void test_wake_batch(void)
 
 	CHECK_EQ(ibtrs_tags_init(&tags, NR, 2), 0);
 	CHECK_EQ(tags.wake_batch, NR / 4);
+	CHECK_EQ(tags.recheck_ms, IBTRS_TAGS_RECHECK_MS);
+	/* No looking again for now: only puts wake. */
+	tags.recheck_ms = 999;
 	for (i = 0; i < NR; i++)
 		CHECK((ids[i] = ibtrs_tags_get(&tags, false)) >= 0);
 	/* While more puts follow, a waiter sleeps until a batch is back. */
@@ -105,6 +108,17 @@ static void test_wake_batch(void)
 	for (i = 0; i < 3; i++)
 		CHECK_EQ(pthread_join(th[i], NULL), 0);
 	CHECK_EQ(atomic_load(&got), 4);
+	/*
+	 * A put that promises more which never come (the holders keep their
+	 * tags): the waiter still finds the id when it looks again.
+	 */
+	CHECK_EQ(ibtrs_tags_get(&tags, false), -EAGAIN);
+	tags.recheck_ms = 20;
+	CHECK_EQ(pthread_create(&th[0], NULL, waiter, NULL), 0);
+	wait_waiters(1);
+	ibtrs_tags_put(&tags, (uint32_t)ids[NR / 4 + 3], true);
+	CHECK_EQ(pthread_join(th[0], NULL), 0);
+	CHECK_EQ(atomic_load(&got), 5);
 	ibtrs_tags_destroy(&tags);
 }
 
