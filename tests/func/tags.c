@@ -8,6 +8,10 @@
  *   EAGAIN; a WAIT get blocks until another thread puts a tag.
  * - put of NULL is harmless; bad con_type or wait: NULL + EINVAL.
  * - a get waiting when ibtrs_clt_close() starts returns NULL, ECONNABORTED.
+ * - more requests wanted than there are tags: 8 threads keep 8 WRITEs each
+ *   in flight on 32 tags, put back by the completion callbacks, so the
+ *   threads wait for tags that come back in batches; every request
+ *   completes.
  */
 #include "harness.h"
 
@@ -243,6 +247,130 @@ static void test_close_wakes_waiter(void)
 	CHECK(atomic_load(&c.done));
 }
 
+#define OS_THREADS 8
+#define OS_WINDOW 8 /* per thread: 8 x 8 = twice the tags */
+#define OS_REQS 1000
+#define OS_LEN 4096
+
+struct os_thread;
+
+struct os_slot {
+	struct os_thread *t;
+	struct ibtrs_tag *tag;
+	unsigned char buf[OS_LEN];
+};
+
+struct os_thread {
+	pthread_t thr;
+	struct ibtrs_clt *sess;
+	unsigned int idx;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int inflight, done, errors, eagain;
+	unsigned int free_mask; /* bit i: slot i free */
+	struct os_slot slots[OS_WINDOW];
+};
+
+/* Completion: the tag goes back from the library's thread, as in a block
+ * driver, then the slot. */
+static void os_conf(void *priv, int err)
+{
+	struct os_slot *sl = priv;
+	struct os_thread *t = sl->t;
+
+	ibtrs_clt_put_tag(t->sess, sl->tag);
+	pthread_mutex_lock(&t->lock);
+	t->inflight--;
+	t->done++;
+	if (err)
+		t->errors++;
+	t->free_mask |= 1u << (sl - t->slots);
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *os_thread_fn(void *arg)
+{
+	struct os_thread *t = arg;
+	unsigned char usr[sizeof(struct h_usr_hdr) + 8];
+	struct timespec ts = t_deadline(60000);
+	struct os_slot *sl;
+	struct iovec sg, v = { .iov_base = usr, .iov_len = sizeof(usr) };
+	uint64_t off;
+	unsigned int n;
+
+	for (n = 0; n < OS_REQS; n++) {
+		pthread_mutex_lock(&t->lock);
+		while (!t->free_mask)
+			CHECK(pthread_cond_timedwait(&t->cond, &t->lock, &ts) !=
+			      ETIMEDOUT);
+		sl = &t->slots[__builtin_ctz(t->free_mask)];
+		t->free_mask &= t->free_mask - 1;
+		t->inflight++;
+		pthread_mutex_unlock(&t->lock);
+
+		sl->tag = ibtrs_clt_get_tag(t->sess, IBTRS_IO_CON,
+					    IBTRS_TAG_NOWAIT);
+		if (!sl->tag) {
+			CHECK_EQ(errno, EAGAIN);
+			t->eagain++;
+			sl->tag = ibtrs_clt_get_tag(t->sess, IBTRS_IO_CON,
+						    IBTRS_TAG_WAIT);
+			CHECK(sl->tag);
+		}
+		off = ((uint64_t)t->idx * OS_REQS + n) * OS_LEN;
+		h_fill(sl->buf, OS_LEN, off);
+		h_usr_build(usr, sizeof(usr), off, n, t->idx);
+		sg.iov_base = sl->buf;
+		sg.iov_len = OS_LEN;
+		CHECK_EQ(ibtrs_clt_request(IBTRS_WRITE, os_conf, t->sess,
+					   sl->tag, sl, &v, 1, OS_LEN, &sg, 1),
+			 0);
+	}
+	pthread_mutex_lock(&t->lock);
+	while (t->inflight)
+		CHECK(pthread_cond_timedwait(&t->cond, &t->lock, &ts) !=
+		      ETIMEDOUT);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+static void test_oversubscribed(void)
+{
+	static struct os_thread th[OS_THREADS];
+	unsigned int i, j, eagain = 0;
+	struct ibtrs_clt *sess;
+
+	CHECK((uint64_t)OS_THREADS * OS_REQS * OS_LEN <= H_TARGET_SIZE);
+	sess = h_clt_open("tags-over", srv.port, 1, 0, NULL, NULL);
+	for (i = 0; i < OS_THREADS; i++) {
+		memset(&th[i], 0, sizeof(th[i]));
+		th[i].sess = sess;
+		th[i].idx = i;
+		th[i].free_mask = (1u << OS_WINDOW) - 1;
+		for (j = 0; j < OS_WINDOW; j++)
+			th[i].slots[j].t = &th[i];
+		pthread_mutex_init(&th[i].lock, NULL);
+		t_cond_init(&th[i].cond);
+		CHECK_EQ(pthread_create(&th[i].thr, NULL, os_thread_fn, &th[i]),
+			 0);
+	}
+	for (i = 0; i < OS_THREADS; i++) {
+		CHECK_EQ(pthread_join(th[i].thr, NULL), 0);
+		CHECK_EQ(th[i].done, OS_REQS);
+		CHECK_EQ(th[i].errors, 0);
+		eagain += th[i].eagain;
+		pthread_mutex_destroy(&th[i].lock);
+		pthread_cond_destroy(&th[i].cond);
+	}
+	/* The threads did run out of tags and wait. */
+	CHECK(eagain > 0);
+	/* Every tag came back. */
+	for (i = 0; i < QD; i++)
+		CHECK(ibtrs_clt_get_tag(sess, IBTRS_IO_CON, IBTRS_TAG_NOWAIT));
+	ibtrs_clt_close(sess);
+}
+
 int main(void)
 {
 	h_watchdog(120);
@@ -254,6 +382,7 @@ int main(void)
 	test_pdu(256);
 	test_nowait_wait();
 	test_close_wakes_waiter();
+	test_oversubscribed();
 
 	h_srv_stop(&srv);
 	CHECK_EQ(atomic_load(&srv.usr_bad), 0);
