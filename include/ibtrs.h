@@ -426,6 +426,7 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
 #define IBTRS_DEFAULT_MAX_IO_SIZE (128 * 1024)
 #define IBTRS_MAX_QUEUE_DEPTH 4096
 #define IBTRS_MAX_BUSY_POLL_US 1000000
+#define IBTRS_MAX_IO_CONS 8
 
 /**
  * struct ibtrs_srv_opts - options of ibtrs_srv_open_opts()
@@ -532,7 +533,8 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  * @reconnect_delay_sec, @max_segments, @max_reconnect_attempts:
  *     as for ibtrs_clt_open()
  * @connect_timeout_ms: time allowed to connect one path (default 2000)
- * @io_cons: I/O connections per path besides con 0 (default 1, max 8)
+ * @io_cons: I/O connections per path besides con 0 (default 1, at most
+ *           IBTRS_MAX_IO_CONS)
  * @backend: backend name, NULL for the default ("tcp")
  * @policy: multipath policy (default IBTRS_MP_MIN_INFLIGHT)
  * @hb_timeout_ms: a path that received nothing for this long is declared

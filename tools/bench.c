@@ -38,7 +38,6 @@
 #define BENCH_DEFAULT_TIME 10.0
 #define BENCH_MAX_QD 65536
 #define BENCH_MAX_THREADS 256
-#define BENCH_MAX_IO_CONS 8 /* as the library's limit */
 /* Limits of --hb-timeout and --failover-timeout, milliseconds. */
 #define BENCH_MIN_HB_TIMEOUT_MS 100
 #define BENCH_MAX_TIMEOUT_MS 3600000
@@ -1813,7 +1812,7 @@ int cmd_bench(int argc, char *argv[])
 					"rr, min-inflight or min-latency");
 			break;
 		case OPT_IO_CONS:
-			if (tool_parse_uint(optarg, 1, BENCH_MAX_IO_CONS, &v))
+			if (tool_parse_uint(optarg, 1, IBTRS_MAX_IO_CONS, &v))
 				return bench_bad_value("io-cons", optarg,
 						       "1..8");
 			cfg.io_cons = (uint32_t)v;

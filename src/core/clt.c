@@ -518,7 +518,7 @@ static int check_opts(const struct ibtrs_clt_opts *o)
 	if (!o->sessname || !o->paths || !o->path_cnt ||
 	    o->path_cnt > IBTRS_MAX_PATHS ||
 	    o->max_segments > CLT_MAX_SEGMENTS ||
-	    o->io_cons > CLT_MAX_IO_CONS || !o->connect_timeout_ms ||
+	    o->io_cons > IBTRS_MAX_IO_CONS || !o->connect_timeout_ms ||
 	    o->busy_poll_us > IBTRS_MAX_BUSY_POLL_US ||
 	    o->max_reconnect_attempts < -1 ||
 	    o->hb_timeout_ms < CLT_MIN_HB_TIMEOUT_MS ||
