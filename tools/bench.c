@@ -639,11 +639,9 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 
 	off = (t->first_blk + req->blk) * cfg->bs;
 	req->tag = tag;
-	if (!t->blk_seq)
-		;
-	else if (req->dir == IBTRS_WRITE)
+	if (t->blk_seq && req->dir == IBTRS_WRITE)
 		pattern_fill(req->buf, cfg->bs, off, req->seq);
-	else
+	else if (t->blk_seq)
 		/* Stale data must not pass for good. */
 		memset(req->buf, 0xa5, cfg->bs);
 	/* A fresh id for every submission; the instance id moves on when
@@ -694,13 +692,12 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 {
 	struct ibtrs_tag *tag;
 
-	pthread_mutex_lock(&t->lock);
-	bench_req_ended(t, req, lat_ns);
 	if (bench_stopping(t->b)) {
-		pthread_mutex_unlock(&t->lock);
-		bench_req_done(t, req, 0);
+		bench_req_done(t, req, lat_ns);
 		return;
 	}
+	pthread_mutex_lock(&t->lock);
+	bench_req_ended(t, req, lat_ns);
 	bench_pick(t, req);
 	pthread_mutex_unlock(&t->lock);
 	tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON, IBTRS_TAG_NOWAIT);
