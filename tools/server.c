@@ -286,11 +286,10 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 
 	if (dir != IBTRS_WRITE && dir != IBTRS_READ)
 		return -EINVAL;
-	if (srv_null)
-		; /* a READ returns whatever its chunk holds */
-	else if (dir == IBTRS_WRITE)
+	/* With --null a READ returns whatever its chunk holds. */
+	if (!srv_null && dir == IBTRS_WRITE)
 		memcpy(disk->mem + off, data, len);
-	else
+	else if (!srv_null)
 		memcpy(data, disk->mem + off, len);
 	ibtrs_srv_resp_rdma(id, 0);
 	return 0;
