@@ -230,7 +230,7 @@ static void test_loop(void)
 
 int main(void)
 {
-	h_watchdog(120);
+	t_watchdog(120);
 	test_close_inflight();
 	test_srv_close_idle();
 	test_loop();

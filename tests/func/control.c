@@ -79,7 +79,7 @@ int main(void)
 	struct ibtrs_clt *sess;
 	struct stat stbuf;
 
-	h_watchdog(120);
+	t_watchdog(120);
 	snprintf(dir, sizeof(dir), "/tmp/ibtrs-ctl-test.%d", (int)getpid());
 	setenv("IBTRS_RUNTIME_DIR", dir, 1);
 	snprintf(sock_path, sizeof(sock_path), "%s/%d.sock", dir,

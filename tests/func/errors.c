@@ -457,7 +457,7 @@ static void test_query(void)
 
 int main(void)
 {
-	h_watchdog(120);
+	t_watchdog(120);
 	h_srv_start(&srv, NULL, QD, MAX_IO);
 	sess = h_clt_open(SESSNAME, srv.port, 1, 0, NULL, NULL);
 

@@ -291,7 +291,7 @@ int main(void)
 	unsigned int i, n = 0;
 	double t0 = t_now();
 
-	h_watchdog(120);
+	t_watchdog(120);
 	h_srv_start(&srv, NULL, 0, 0);
 	sess = h_clt_open("integrity", srv.port, 1, 0, NULL, NULL);
 	CHECK_EQ(ibtrs_clt_query(sess, &attr), 0);

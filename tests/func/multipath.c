@@ -202,7 +202,7 @@ static void test_src_dst(void)
 
 int main(void)
 {
-	h_watchdog(120);
+	t_watchdog(120);
 	/* Every address: the paths go to 127.0.0.1 and 127.0.0.2. */
 	h_srv_start(&srv, "*", 0, 0);
 	test_two_paths();

@@ -373,7 +373,7 @@ static void test_oversubscribed(void)
 
 int main(void)
 {
-	h_watchdog(120);
+	t_watchdog(120);
 	h_srv_start(&srv, NULL, QD, 0);
 
 	test_pdu(PDU_SZ);

@@ -122,7 +122,7 @@ int main(void)
 	unsigned int i;
 	double t0;
 
-	h_watchdog(240);
+	t_watchdog(240);
 	CHECK(NR_THREADS * REGION <= H_TARGET_SIZE);
 	h_srv_start(&srv, "*", 0, 0);
 	sess = h_clt_open("threads", srv.port, 2, 0, NULL, NULL);

@@ -9,7 +9,7 @@
  *   hold requests until the test answers them from its own thread.
  * - h_clt_open(): a session over loopback paths ip:127.0.0.1, ip:127.0.0.2...
  * - h_req_sync(): submit one request and wait for its confirmation.
- * - h_watchdog(): a hung test fails instead of hanging.
+ * - t_watchdog() (test.h): a hung test fails instead of hanging.
  *
  * Only one h_srv may run at a time in a process: the server callbacks carry
  * no context pointer besides the session's.
@@ -42,33 +42,7 @@
 #define H_EV_LOG 1024
 
 /* ------------------------------------------------------------------ */
-/* watchdog and time                                                    */
-
-static inline void h_watchdog_fire(int sig)
-{
-	static const char msg[] = "watchdog: the test hung, failing it\n";
-	ssize_t r;
-
-	(void)sig;
-	r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-	(void)r;
-	_exit(1);
-}
-
-/**
- * h_watchdog() - fail the process if it still runs after @sec seconds
- * @sec: the budget, 0 for 120 s
- */
-static inline void h_watchdog(unsigned int sec)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = h_watchdog_fire;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(sec ? sec : 120);
-}
+/* time                                                                 */
 
 static inline void h_sleep_ms(unsigned int ms)
 {

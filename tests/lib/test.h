@@ -10,10 +10,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define T_SKIP 77
 
@@ -43,6 +45,29 @@ static inline double t_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline void t_watchdog_fire(int sig)
+{
+	static const char msg[] = "watchdog: the test hung, failing it\n";
+	ssize_t r;
+
+	(void)sig;
+	r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)r;
+	_exit(1);
+}
+
+/* Fail the process if it still runs after @sec seconds (0: 120 s). */
+static inline void t_watchdog(unsigned int sec)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = t_watchdog_fire;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(sec ? sec : 120);
 }
 
 /* Absolute CLOCK_MONOTONIC time @ms from now, for t_cond_init() waits. */

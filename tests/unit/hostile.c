@@ -80,16 +80,6 @@ static void soft_fail(const char *fmt, ...)
 	atomic_fetch_add(&soft_failures, 1);
 }
 
-static void watchdog(int sig)
-{
-	static const char msg[] = "hostile: watchdog expired, test hangs\n";
-
-	(void)sig;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 static pthread_mutex_t rnd_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long rnd_state = 0x9E3779B97F4A7C15ull;
 
@@ -2042,9 +2032,8 @@ int main(void)
 	/* The attacks speak the tcp backend's framing, whatever the suite's
 	 * IBTRS_BACKEND says. */
 	setenv("IBTRS_BACKEND", "tcp", 1);
-	signal(SIGALRM, watchdog);
 	signal(SIGPIPE, SIG_IGN);
-	alarm(WATCHDOG_S);
+	t_watchdog(WATCHDOG_S);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	raise_nofile();
 	rnd_state ^= (unsigned long long)getpid() << 32 ^

@@ -147,7 +147,7 @@ static void run(const char *backend)
 
 int main(void)
 {
-	h_watchdog(120);
+	t_watchdog(120);
 	run("tcp");
 #ifdef IBTRS_HAVE_OFI
 	{

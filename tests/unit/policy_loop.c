@@ -118,16 +118,6 @@ static void *clock_pump(void *arg)
 	return NULL;
 }
 
-static void watchdog(int sig)
-{
-	static const char msg[] = "policy_loop: watchdog expired\n";
-
-	(void)sig;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 /* ------------------------------------------------------------------ */
 /* server                                                               */
 
@@ -554,8 +544,7 @@ int main(void)
 	unsigned int i;
 	uint16_t port;
 
-	signal(SIGALRM, watchdog);
-	alarm(60);
+	t_watchdog(60);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	setenv("IBTRS_BACKEND", "loop", 1);
 	setenv("IBTRS_CONTROL", "0", 1);

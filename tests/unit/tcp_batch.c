@@ -102,16 +102,6 @@ static struct {
 	unsigned int handled;
 } srv;
 
-static void watchdog(int sig)
-{
-	static const char msg[] = "tcp_batch: watchdog expired, test hangs\n";
-
-	(void)sig;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 /* Wait on srv.cond, srv.lock held, until @pred or WAIT_MS passed. */
 #define SRV_WAIT(pred)                                                   \
 	do {                                                             \
@@ -351,9 +341,8 @@ int main(void)
 	char *p;
 	int fd, calls, ret;
 
-	signal(SIGALRM, watchdog);
 	signal(SIGPIPE, SIG_IGN);
-	alarm(WATCHDOG_S);
+	t_watchdog(WATCHDOG_S);
 
 	ops = ibtrs_xprt_find("tcp");
 	if (!ops) {
