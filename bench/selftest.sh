@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # bench/selftest.sh IBTRS - smoke test of bench/compare against the ibtrs
-# binary IBTRS: one 1-second round of the ibtrs rows only (no peers, nothing
-# installed), then check that the table was printed with numbers and that the
-# raw JSON holds a figure for every ibtrs measurement.
+# binary IBTRS: one 1-second round of the ibtrs rows and the wire ceiling
+# (ibtrs-ceiling, next to IBTRS) only, no peers, nothing installed; then check
+# that the table was printed with numbers and that the raw JSON holds a figure
+# for every measurement.
 #
 # Exit status: 0 pass, 1 fail, 2 usage, 77 skip (no python3), for CTest's
 # SKIP_RETURN_CODE.
@@ -30,7 +31,7 @@ trap 'exit 1' INT TERM HUP
 
 # The compare script bounds each of its processes; this bounds the whole.
 timeout -k 5 180 python3 "$here/compare" --quick --rounds 1 --time 1 \
-	--only ibtrs --no-install --ibtrs "$bin" --json "$tmp/raw.json" \
+	--only ibtrs,wire --no-install --ibtrs "$bin" --json "$tmp/raw.json" \
 	>"$tmp/out" 2>"$tmp/err"
 rc=$?
 fail() {
@@ -56,6 +57,10 @@ for row in "4 KiB WRITE QD64" "4 KiB READ QD64" "128 KiB WRITE QD16" \
 	echo "$rest" | grep -Eq '^ +(k/s|GB/s|us) +[0-9]+(\.[0-9]+)?k? ' ||
 		fail "row '$row' has no number: $line"
 done
+# The ceiling rows: a ratio to the raw TCP loop's figure.
+n=$(grep -Ec 'raw TCP loop, busy poll +[0-9]+(\.[0-9]+)?k .* [0-9]+\.[0-9]+x ' \
+	"$tmp/out")
+[ "$n" -eq 2 ] || fail "expected 2 rows against the raw TCP loop, got $n"
 grep -q '^row ' "$tmp/out" || fail "table header missing"
 grep -q '^Load average' "$tmp/out" || fail "load average line missing"
 
@@ -84,6 +89,12 @@ if runs["ibtrs.t16x"]["json"]["qd"] != 1024:
     sys.exit("ibtrs.t16x did not run 16 x QD 64")
 if runs["ibtrs.lat"]["p50"] <= 0:
     sys.exit("QD1 p50 is not positive")
+# The ceiling ran, polling, and reported both sides' CPU time.
+for k in ("wire.w4kbp", "wire.r4kbp"):
+    w = runs.get(k, {})
+    if not (w.get("kiops", 0) > 0 and w["json"]["busy_poll"] and
+            w["cli_cpu_us_req"] > 0 and w["srv_cpu_us_req"] > 0):
+        sys.exit("no ceiling figure for %s: %s" % (k, w))
 EOF
 
 echo "PASS: bench/compare printed the table with ibtrs figures"
