@@ -448,7 +448,7 @@ static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 		sess->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
 		return;
 	}
-	path->last_rx_ns = ibtrs_now_ns();
+	path->last_rx_ns = ibtrs_loop_now_ns(sess->loop);
 	switch (ibtrs_imm_type(wc->imm)) {
 	case IBTRS_IMM_IO_RSP:
 		process_rsp(con, wc->imm);
@@ -459,9 +459,11 @@ static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 				      IBTRS_XPRT_IMM);
 		break;
 	case IBTRS_IMM_HB_ACK:
+		/* The heartbeat may have left in this same batch: the batch's
+		 * time can be older than hb_sent_ns, the clock is not. */
 		if (path->hb_sent_ns) {
 			atomic_store(&path->hb_rtt_ns,
-				     path->last_rx_ns - path->hb_sent_ns);
+				     ibtrs_now_ns() - path->hb_sent_ns);
 			path->hb_sent_ns = 0;
 		}
 		break;

@@ -31,6 +31,7 @@ struct ibtrs_loop {
 	void *tick_arg;
 	_Atomic uint32_t busy_poll_us; /* spin this long after an event */
 	_Atomic uint64_t empty_polls;  /* spins that found nothing */
+	uint64_t now_ns;	       /* loop thread: ibtrs_loop_now_ns() */
 	char name[16];
 };
 
@@ -75,7 +76,7 @@ static void loop_kick(struct ibtrs_loop *loop)
 static bool loop_run_work(struct ibtrs_loop *loop)
 {
 	struct ibtrs_work *w;
-	bool stop;
+	bool stop, first = true;
 
 	for (;;) {
 		pthread_mutex_lock(&loop->lock);
@@ -91,6 +92,9 @@ static bool loop_run_work(struct ibtrs_loop *loop)
 		pthread_mutex_unlock(&loop->lock);
 		if (!w)
 			return stop;
+		if (first)
+			loop->now_ns = ibtrs_now_ns();
+		first = false;
 		w->fn(w);
 	}
 }
@@ -148,8 +152,10 @@ static void *loop_thread(void *arg)
 		if (!n && !timeout)
 			atomic_fetch_add_explicit(&loop->empty_polls, 1,
 						  memory_order_relaxed);
-		if (n && atomic_load_explicit(&loop->busy_poll_us,
-					      memory_order_relaxed))
+		if (n > 0)
+			loop->now_ns = ibtrs_now_ns();
+		if (n > 0 && atomic_load_explicit(&loop->busy_poll_us,
+						  memory_order_relaxed))
 			last_event_ns = ibtrs_real_now_ns();
 		for (i = 0; i < n; i++) {
 			struct ibtrs_loop_src *src = ev[i].data.ptr;
@@ -316,6 +322,13 @@ void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us)
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop)
 {
 	return atomic_load_explicit(&loop->empty_polls, memory_order_relaxed);
+}
+
+uint64_t ibtrs_loop_now_ns(const struct ibtrs_loop *loop)
+{
+	if (!pthread_equal(pthread_self(), loop->thread))
+		return ibtrs_now_ns();
+	return loop->now_ns;
 }
 
 bool ibtrs_loop_on_thread(struct ibtrs_loop *loop)

@@ -79,6 +79,13 @@ void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg);
 uint64_t ibtrs_now_ns(void);
 /* The real monotonic clock, for bounded waits that sleep in real time. */
 uint64_t ibtrs_real_now_ns(void);
+/*
+ * ibtrs_now_ns() as read when the loop thread last woke up with events or
+ * took a work item: one clock read per batch instead of one per request.
+ * Behind the clock by at most the time the batch has run so far. On any
+ * other thread than the loop's it reads the clock.
+ */
+uint64_t ibtrs_loop_now_ns(const struct ibtrs_loop *loop);
 
 /*
  * Tests only: make ibtrs_now_ns() return @clock_fn() (NULL: the real

@@ -601,7 +601,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	}
 	if (!path)
 		return;
-	path->last_rx_ns = ibtrs_now_ns();
+	path->last_rx_ns = ibtrs_loop_now_ns(con->sess->ctx->loop);
 	switch (ibtrs_imm_type(wc->imm)) {
 	case IBTRS_IMM_IO_REQ:
 		if (!path->connected) {
