@@ -504,6 +504,8 @@ uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx);
  * @busy: requests refused with -EBUSY because an earlier request on the
  *        same tag was still running
  * @proto_errors: connections closed because of a malformed message
+ * @stale: requests dropped, unanswered, because their tag had already run
+ *         a newer request: late copies from a path that died (extension)
  */
 struct ibtrs_srv_stats {
 	size_t size;
@@ -513,6 +515,7 @@ struct ibtrs_srv_stats {
 	uint64_t replays;
 	uint64_t busy;
 	uint64_t proto_errors;
+	uint64_t stale;
 };
 
 /**

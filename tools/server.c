@@ -521,11 +521,13 @@ static int srv_write_stats(struct ibtrs_srv_ctx *ctx, const char *path)
 		return -errno;
 	fprintf(f,
 		"{\"requests\":%llu,\"duplicates\":%llu,\"replays\":%llu,"
+		"\"stale\":%llu,"
 		"\"busy\":%llu,\"proto_errors\":%llu,\"sessions\":%u,"
 		"\"paths\":%u,\"ids\":%llu,\"ids_full\":%s}\n",
 		(unsigned long long)st.requests,
 		(unsigned long long)st.duplicates,
 		(unsigned long long)st.lib.replays,
+		(unsigned long long)st.lib.stale,
 		(unsigned long long)st.lib.busy,
 		(unsigned long long)st.lib.proto_errors, st.lib.sessions,
 		st.lib.paths, (unsigned long long)st.ids,

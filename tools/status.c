@@ -705,12 +705,14 @@ static void st_print_server(FILE *f, const struct jval *s)
 	st_human_bytes(mio, sizeof(mio), jget_u64(s, "max_io_size", 0));
 	fprintf(f,
 		"  server port %llu  queue depth %llu  max io %s  backend %s\n"
-		"    requests %llu  replays %llu  busy %llu  proto errors %llu\n",
+		"    requests %llu  replays %llu  stale %llu  busy %llu  "
+		"proto errors %llu\n",
 		(unsigned long long)jget_u64(s, "port", 0),
 		(unsigned long long)jget_u64(s, "queue_depth", 0), mio,
 		jget_str(s, "backend", "?"),
 		(unsigned long long)jget_u64(s, "requests", 0),
 		(unsigned long long)jget_u64(s, "replays", 0),
+		(unsigned long long)jget_u64(s, "stale", 0),
 		(unsigned long long)jget_u64(s, "busy", 0),
 		(unsigned long long)jget_u64(s, "proto_errors", 0));
 	if (!sessions || sessions->type != JT_ARR || !sessions->n) {
@@ -882,6 +884,9 @@ static const struct st_metric st_metrics[] = {
 	{ "ibtrs_server_replays_total", "counter",
 	  "Requests sent again after a failover, answered without running again.",
 	  SC_SERVER, MK_U64, "replays" },
+	{ "ibtrs_server_stale_total", "counter",
+	  "Late copies of requests from a dead path, dropped unanswered.",
+	  SC_SERVER, MK_U64, "stale" },
 	{ "ibtrs_server_busy_total", "counter",
 	  "Requests refused because their tag was still busy.", SC_SERVER,
 	  MK_U64, "busy" },

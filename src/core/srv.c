@@ -130,7 +130,7 @@ struct ibtrs_srv_ctx {
 	uint64_t hb_interval_ns;
 	uint64_t tick_ns;
 	uint64_t grace_ns;
-	_Atomic uint64_t requests, replays, busy, proto_errors;
+	_Atomic uint64_t requests, replays, busy, proto_errors, stale;
 	_Atomic unsigned int nr_paths;
 	struct ctl_node ctl;
 };
@@ -458,8 +458,19 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 	if (t.dir == IBTRS_READ && t.desc.len != data_len)
 		return -EPROTO;
 	op = &sess->ops[chunk];
-	atomic_fetch_add(&con->refs, 1); /* for the answer, whichever */
 	pthread_spin_lock(&op->lock);
+	if (op->state != OP_IDLE && (int32_t)(t.gen - op->gen) < 0) {
+		/*
+		 * Older than the request this chunk ran last: a copy that a
+		 * dead path delivered after its replay ran and the client
+		 * went on with the tag. Running it again would undo the
+		 * requests after it; the client waits for no answer.
+		 */
+		pthread_spin_unlock(&op->lock);
+		atomic_fetch_add(&ctx->stale, 1);
+		return 0;
+	}
+	atomic_fetch_add(&con->refs, 1); /* for the answer, whichever */
 	if (op->gen == t.gen && op->state != OP_IDLE && op->dir == t.dir &&
 	    op->data_len == data_len) {
 		/* A replay: the client's path died while this ran. */
@@ -1148,6 +1159,7 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
 	v.replays = atomic_load(&ctx->replays);
 	v.busy = atomic_load(&ctx->busy);
 	v.proto_errors = atomic_load(&ctx->proto_errors);
+	v.stale = atomic_load(&ctx->stale);
 	memcpy(st, &v, v.size);
 	return 0;
 }
@@ -1214,6 +1226,7 @@ void srv_ctl_status(struct ibtrs_srv_ctx *ctx, struct json *j)
 	json_u64(j, "replays", st.replays);
 	json_u64(j, "busy", st.busy);
 	json_u64(j, "proto_errors", st.proto_errors);
+	json_u64(j, "stale", st.stale);
 	ibtrs_loop_call(ctx->loop, status_sessions, &sc);
 	json_obj_end(j);
 }

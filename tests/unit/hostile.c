@@ -1303,6 +1303,50 @@ static void case_busy_chunk(void)
 	CHECK_EQ(atomic_load(&srv.hold_disc), disc + 2);
 }
 
+/*
+ * A late copy of an old request: after the tag ran a newer one, a request
+ * with an older generation (what a dead path delivers after its replay
+ * ran) is dropped, unanswered and not run, and counted as stale; the same
+ * generation again is a replay, answered without running.
+ */
+static void case_stale_gen(void)
+{
+	struct ibtrs_srv_stats st = { .size = sizeof(st) };
+	uint64_t stale0, replays0;
+	struct atk a;
+	int before;
+
+	CHECK_EQ(ibtrs_srv_get_stats(srv.ctx, &st), 0);
+	stale0 = st.stale;
+	replays0 = st.replays;
+	atk_open(&a, "stale", 1, true);
+	before = atomic_load(&srv.atk_reqs);
+	a.gen = 9; /* the next request is generation 10 */
+	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
+	atk_expect_rsp(&a, 0, 4, NULL);
+	a.gen = 4; /* generation 5: older than 10 */
+	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
+	a.gen = 9; /* generation 10 again: a replay */
+	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
+	atk_expect_rsp(&a, 0, 4, NULL);
+	/* Generation 11: a new request, run and answered. The stale one
+	 * would have been answered before the replay: one answer each. */
+	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
+	atk_expect_rsp(&a, 0, 4, NULL);
+	CHECK_EQ(atomic_load(&srv.atk_reqs), before + 2);
+	CHECK_EQ(ibtrs_srv_get_stats(srv.ctx, &st), 0);
+	CHECK_EQ(st.stale, stale0 + 1);
+	CHECK_EQ(st.replays, replays0 + 1);
+	/* The connection still works, and nothing is left unread. */
+	atk_ping(&a, 0, 6);
+	{
+		struct pollfd pfd = { .fd = a.fd[0], .events = POLLIN };
+
+		CHECK_EQ(poll(&pfd, 1, 100), 0);
+	}
+	atk_close(&a);
+}
+
 static void case_unknown_imm(void)
 {
 	frame_case(TCP_OP_WRITE_IMM, 0, 0, 5u << IBTRS_IMM_TYPE_SHIFT, 0, false,
@@ -2005,6 +2049,7 @@ static const struct hcase cases[] = {
 	{ "duplicate-info", case_dup_info },
 	{ "name-mismatch", case_name_mismatch },
 	{ "busy-chunk", case_busy_chunk },
+	{ "stale-generation", case_stale_gen },
 	{ "unknown-imm", case_unknown_imm },
 	{ "truncated", case_truncated },
 };
