@@ -241,8 +241,11 @@ void ibtrs_clt_put_tag(struct ibtrs_clt *sess, struct ibtrs_tag *tag)
 		return;
 	}
 	/* Tags of requests in flight come back soon: they may wake a waiter
-	 * in a batch (tags.h). */
-	ibtrs_tags_put(&sess->tag_ids, tag->mem_id, clt_any_inflight(sess));
+	 * in a batch (tags.h). With nobody waiting the paths are not looked
+	 * at; a waiter that comes meanwhile is woken by this put. */
+	ibtrs_tags_put(&sess->tag_ids, tag->mem_id,
+		       ibtrs_tags_have_waiters(&sess->tag_ids) &&
+			       clt_any_inflight(sess));
 }
 
 struct ibtrs_tag *ibtrs_tag_from_pdu(void *pdu)

@@ -56,6 +56,11 @@ int ibtrs_tags_get(struct ibtrs_tags *t, bool wait);
  * flight); a waiter may then be left for a later put to wake.
  */
 void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id, bool more);
+/* Whether a caller sleeps in ibtrs_tags_get(): only then does @more count. */
+static inline bool ibtrs_tags_have_waiters(struct ibtrs_tags *t)
+{
+	return atomic_load_explicit(&t->waiters, memory_order_relaxed);
+}
 /* Fail every waiting and future get; returns when no caller waits. */
 void ibtrs_tags_shutdown(struct ibtrs_tags *t);
 /* Free ids now (a snapshot). */
