@@ -58,11 +58,12 @@ struct cfg {
 	bool busy;
 };
 
-/* One end of the connection: a queue of iovecs to send, a staging buffer. */
+/* One end of the connection: the iovecs to send, sq[sq_head, sq_tail), and
+ * a staging buffer. */
 struct end {
 	int fd;
 	struct iovec sq[MAX_IOV];
-	unsigned int sq_head, sq_cnt;
+	unsigned int sq_head, sq_tail;
 	char *stage;
 	size_t st_head, st_tail;
 	struct hdr *hdrs; /* one per request id, what the queue points to */
@@ -116,29 +117,30 @@ static void end_free(struct end *e)
 
 static void queue(struct end *e, void *base, size_t len)
 {
-	if (e->sq_cnt == MAX_IOV) {
+	if (e->sq_tail == MAX_IOV && e->sq_head) {
+		memmove(e->sq, e->sq + e->sq_head,
+			(e->sq_tail - e->sq_head) * sizeof(*e->sq));
+		e->sq_tail -= e->sq_head;
+		e->sq_head = 0;
+	}
+	if (e->sq_tail == MAX_IOV) {
 		fprintf(stderr, "ibtrs-ceiling: send queue full\n");
 		exit(1);
 	}
-	e->sq[(e->sq_head + e->sq_cnt) % MAX_IOV] =
+	e->sq[e->sq_tail++] =
 		(struct iovec){ .iov_base = base, .iov_len = len };
-	e->sq_cnt++;
 }
 
 /* One sendmsg of everything queued (as much as the socket takes); false
  * once the peer has closed. */
 static bool flush(struct end *e)
 {
-	struct iovec iov[MAX_IOV];
-	struct msghdr mh = { .msg_iov = iov };
-	unsigned int i;
+	struct msghdr mh = { .msg_iov = e->sq + e->sq_head,
+			     .msg_iovlen = e->sq_tail - e->sq_head };
 	ssize_t n;
 
-	if (!e->sq_cnt)
+	if (!mh.msg_iovlen)
 		return true;
-	for (i = 0; i < e->sq_cnt; i++)
-		iov[i] = e->sq[(e->sq_head + i) % MAX_IOV];
-	mh.msg_iovlen = e->sq_cnt;
 	n = sendmsg(e->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
@@ -156,9 +158,10 @@ static bool flush(struct end *e)
 			break;
 		}
 		n -= (ssize_t)v->iov_len;
-		e->sq_head = (e->sq_head + 1) % MAX_IOV;
-		e->sq_cnt--;
+		e->sq_head++;
 	}
+	if (e->sq_head == e->sq_tail)
+		e->sq_head = e->sq_tail = 0;
 	return true;
 }
 
@@ -211,16 +214,21 @@ static struct hdr *next_frame(struct end *e, const struct cfg *c,
 	return h;
 }
 
-static void wait_io(struct end *e, const struct cfg *c)
+/*
+ * Send what is queued, wait for the socket unless polling, read what
+ * there is. False once the peer has closed.
+ */
+static bool exchange(struct end *e, const struct cfg *c)
 {
 	struct pollfd p = { .fd = e->fd, .events = POLLIN };
 
-	if (c->busy)
-		return;
-	if (e->sq_cnt)
+	if (!flush(e))
+		return false;
+	if (e->sq_head != e->sq_tail)
 		p.events |= POLLOUT;
-	if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+	if (!c->busy && poll(&p, 1, 1000) < 0 && errno != EINTR)
 		die("poll");
+	return fill(e);
 }
 
 static void client_send(struct end *e, const struct cfg *c, uint32_t id)
@@ -245,9 +253,7 @@ static void server(int fd, const struct cfg *c, int report)
 	char *p;
 
 	end_init(&e, fd, c);
-	for (;;) {
-		if (!fill(&e))
-			break;
+	while (exchange(&e, c)) {
 		while ((h = next_frame(&e, c, &p))) {
 			struct hdr *r = &e.hdrs[h->id];
 			char *chunk = e.data + (size_t)h->id * c->bs;
@@ -262,9 +268,6 @@ static void server(int fd, const struct cfg *c, int report)
 				queue(&e, chunk, c->bs);
 			ops++;
 		}
-		if (!flush(&e))
-			break;
-		wait_io(&e, c);
 	}
 	end_free(&e);
 	dprintf(report, "%.6f %llu\n", cpu_s() - cpu0, (unsigned long long)ops);
@@ -286,13 +289,7 @@ static uint64_t client(int fd, const struct cfg *c, double *secs)
 	for (i = 0; i < c->qd; i++)
 		client_send(&e, c, i);
 	for (;;) {
-		bool up = flush(&e);
-
-		if (up) {
-			wait_io(&e, c);
-			up = fill(&e);
-		}
-		if (!up) {
+		if (!exchange(&e, c)) {
 			fprintf(stderr, "ibtrs-ceiling: server closed\n");
 			exit(1);
 		}
