@@ -639,11 +639,12 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 
 	off = (t->first_blk + req->blk) * cfg->bs;
 	req->tag = tag;
-	if (t->blk_seq && req->dir == IBTRS_WRITE)
-		pattern_fill(req->buf, cfg->bs, off, req->seq);
-	else if (t->blk_seq)
-		/* Stale data must not pass for good. */
-		memset(req->buf, 0xa5, cfg->bs);
+	if (t->blk_seq) {
+		if (req->dir == IBTRS_WRITE)
+			pattern_fill(req->buf, cfg->bs, off, req->seq);
+		else /* stale data must not pass for good */
+			memset(req->buf, 0xa5, cfg->bs);
+	}
 	/* A fresh id for every submission; the instance id moves on when
 	 * the 32-bit sequence wraps. */
 	seq = __atomic_add_fetch(&b->next_seq, 1, __ATOMIC_RELAXED);

@@ -287,10 +287,12 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	if (dir != IBTRS_WRITE && dir != IBTRS_READ)
 		return -EINVAL;
 	/* With --null a READ returns whatever its chunk holds. */
-	if (!srv_null && dir == IBTRS_WRITE)
-		memcpy(disk->mem + off, data, len);
-	else if (!srv_null)
-		memcpy(data, disk->mem + off, len);
+	if (!srv_null) {
+		if (dir == IBTRS_WRITE)
+			memcpy(disk->mem + off, data, len);
+		else
+			memcpy(data, disk->mem + off, len);
+	}
 	ibtrs_srv_resp_rdma(id, 0);
 	return 0;
 }
