@@ -632,6 +632,8 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state);
  * @hb_rtt_us: last heartbeat round trip, microseconds (0: none yet)
  * @lat_p50_us, @lat_p99_us, @lat_p999_us: request latency percentiles,
  *                                         microseconds, since the last reset
+ * @lat_max_us: the longest request latency since the last reset,
+ *              microseconds (appended: set @size to see it)
  */
 struct ibtrs_path_stats {
 	size_t size;
@@ -652,6 +654,7 @@ struct ibtrs_path_stats {
 	uint64_t lat_p50_us;
 	uint64_t lat_p99_us;
 	uint64_t lat_p999_us;
+	uint64_t lat_max_us;
 };
 
 /**

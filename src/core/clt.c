@@ -100,16 +100,24 @@ void clt_req_complete(struct clt_req *req, int err)
 		req->mr_mapped = false;
 	}
 	if (path) {
+		/* The time the loop woke up for this batch: when the answer
+		 * was taken in. A request posted from another thread during
+		 * the batch can be answered in it: then read the clock. */
+		uint64_t now = ibtrs_loop_now_ns(req->sess->loop);
+
+		if (now < req->start_ns)
+			now = ibtrs_now_ns();
+		/* The loop thread is the only writer of these. */
 		if (err) {
-			atomic_fetch_add(&path->errors, 1);
+			ibtrs_counter_add(&path->errors, 1);
 		} else if (req->dir == IBTRS_READ) {
-			atomic_fetch_add(&path->rd_ops, 1);
-			atomic_fetch_add(&path->rd_bytes, req->data_len);
+			ibtrs_counter_add(&path->rd_ops, 1);
+			ibtrs_counter_add(&path->rd_bytes, req->data_len);
 		} else {
-			atomic_fetch_add(&path->wr_ops, 1);
-			atomic_fetch_add(&path->wr_bytes, req->data_len);
+			ibtrs_counter_add(&path->wr_ops, 1);
+			ibtrs_counter_add(&path->wr_bytes, req->data_len);
 		}
-		ibtrs_hist_add(&path->hist, ibtrs_now_ns() - req->start_ns);
+		ibtrs_hist_add(&path->hist, now - req->start_ns);
 	}
 	req->conf(req->priv, err);
 }
@@ -277,7 +285,11 @@ int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
 		pp[i].rtt_ns = atomic_load_explicit(&p->hb_rtt_ns,
 						    memory_order_relaxed);
 	}
-	cursor = atomic_fetch_add_explicit(&sess->rr, 1, memory_order_relaxed);
+	/* Round robin need not be exact: two submitters racing here may
+	 * take the same turn, which costs less than a locked add on every
+	 * request. */
+	cursor = atomic_load_explicit(&sess->rr, memory_order_relaxed);
+	atomic_store_explicit(&sess->rr, cursor + 1, memory_order_relaxed);
 	return ibtrs_policy_select(atomic_load(&sess->policy), pp, n, &cursor);
 }
 
@@ -438,7 +450,9 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	req->dir = dir;
 	req->con_type = tag->con_type;
 	req->data_len = (uint32_t)len;
-	req->start_ns = ibtrs_now_ns();
+	/* Submitted from a completion: the loop's time of this batch, like
+	 * the end of the request; from another thread: the clock. */
+	req->start_ns = ibtrs_loop_now_ns(sess->loop);
 	req->deadline_ns = 0;
 	req->gen++; /* a new request; every post of it carries this */
 
@@ -814,16 +828,17 @@ int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 	v.lat_p50_us = ibtrs_hist_quantile(&path->hist, 0.50) / 1000;
 	v.lat_p99_us = ibtrs_hist_quantile(&path->hist, 0.99) / 1000;
 	v.lat_p999_us = ibtrs_hist_quantile(&path->hist, 0.999) / 1000;
+	v.lat_max_us = ibtrs_hist_quantile(&path->hist, 1.0) / 1000;
 	memcpy(st, &v, v.size);
 	return 0;
 }
 
-void ibtrs_clt_reset_stats(struct ibtrs_clt *sess)
+/* Loop thread: it writes the per-request counters and histograms. */
+static void reset_stats_fn(void *arg)
 {
+	struct ibtrs_clt *sess = arg;
 	unsigned int i, n;
 
-	if (!sess)
-		return;
 	n = atomic_load(&sess->path_cnt);
 	for (i = 0; i < n; i++) {
 		struct clt_path *p = sess->paths[i];
@@ -839,6 +854,12 @@ void ibtrs_clt_reset_stats(struct ibtrs_clt *sess)
 		atomic_store(&p->reconnects, 0);
 		ibtrs_hist_reset(&p->hist);
 	}
+}
+
+void ibtrs_clt_reset_stats(struct ibtrs_clt *sess)
+{
+	if (sess)
+		ibtrs_loop_call(sess->loop, reset_stats_fn, sess);
 }
 
 const char *ibtrs_mp_policy_str(int policy)
@@ -917,6 +938,7 @@ static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 	json_u64(j, "p50", st.lat_p50_us);
 	json_u64(j, "p99", st.lat_p99_us);
 	json_u64(j, "p999", st.lat_p999_us);
+	json_u64(j, "max", st.lat_max_us);
 	json_obj_end(j);
 	json_obj_end(j);
 }

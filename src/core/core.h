@@ -5,6 +5,7 @@
 #ifndef IBTRS_CORE_H
 #define IBTRS_CORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,19 @@ void ibtrs_uuid_str(const uint8_t uuid[IBTRS_UUID_LEN], char *buf);
  */
 void ibtrs_opts_fill(void *opts, size_t size, const void *defaults,
 		     size_t dsize);
+
+/*
+ * Add @v to a counter that one thread writes and others only read: a plain
+ * load and store, where an atomic add would be a locked instruction on
+ * every request. Readers see each value whole; a reset must run on the
+ * writing thread.
+ */
+static inline void ibtrs_counter_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
 
 /* Chunk size for @max_io_size: data, header room, 4 KiB aligned. */
 static inline uint32_t ibtrs_chunk_size(uint32_t max_io_size)

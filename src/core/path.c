@@ -4,6 +4,7 @@
  */
 #include <stdatomic.h>
 
+#include "core.h"
 #include "path.h"
 
 #define S(x) (1u << IBTRS_PATH_##x)
@@ -86,8 +87,7 @@ uint64_t ibtrs_hist_bucket_low(unsigned int idx)
 
 void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns)
 {
-	atomic_fetch_add_explicit(&h->b[ibtrs_hist_bucket(ns)], 1,
-				  memory_order_relaxed);
+	ibtrs_counter_add(&h->b[ibtrs_hist_bucket(ns)], 1);
 }
 
 void ibtrs_hist_reset(struct ibtrs_hist *h)

@@ -57,6 +57,7 @@ struct ibtrs_hist {
 	_Atomic uint64_t b[IBTRS_HIST_BUCKETS];
 };
 
+/* One thread adds and resets (ibtrs_counter_add()); any thread reads. */
 void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns);
 void ibtrs_hist_reset(struct ibtrs_hist *h);
 /* Value at quantile @q (0 < q <= 1) in nanoseconds; 0 when empty. */
