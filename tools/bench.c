@@ -99,14 +99,21 @@ struct bench_req {
  * @rng: random state
  * @hist: latency of successful requests in nanoseconds
  * @ihist: the same, since the last progress tick
- * @submitted: requests submitted, whose confirmation is due (atomic)
- * @cb_submits: of those, submitted from a completion callback (atomic)
- * @confs: confirmations that ran (atomic)
- * @read_ops: successful READs (atomic)
- * @write_ops: successful WRITEs (atomic)
+ * @submitted: requests submitted by the thread, whose confirmation is due
+ *             (atomic)
+ * @cb_submits: requests submitted from a completion callback (written by
+ *              the session's loop thread only)
+ * @confs: confirmations that ran (loop thread only)
+ * @read_ops: successful READs (loop thread only)
+ * @write_ops: successful WRITEs (loop thread only)
  * @errors: failed requests (atomic)
  * @vfail: READs with wrong data (atomic)
- * @verified: READs whose data was checked (atomic)
+ * @verified: READs whose data was checked (loop thread only)
+ *
+ * Confirmations run on the session's loop thread, and so do the
+ * submissions from them: the counters only that thread writes are added
+ * to with bench_count(), a plain load and store, not a locked add per
+ * request.
  */
 struct bench_thread {
 	struct bench *b;
@@ -149,7 +156,7 @@ struct bench_thread {
  * @instance_id: random id of this run, the high half of every request id
  * @next_seq: last request sequence number used (atomic)
  * @last_done_ns: time of the last successful completion, 0 before the
- *                first (atomic)
+ *                first (written by the loop thread, and once at the end)
  * @max_gap_ns: longest time between successful completions (atomic)
  */
 struct bench {
@@ -398,6 +405,13 @@ static unsigned int bench_batch(const struct bench_thread *t)
 	return t->qd < 8 ? t->qd : t->qd / 2;
 }
 
+/* Add one to a counter that only the session's loop thread writes. */
+static void bench_count(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+}
+
 /* The request of @req ended: its latency (0: none) and its block; lock held. */
 static void bench_req_ended(struct bench_thread *t, struct bench_req *req,
 			    uint64_t lat_ns)
@@ -455,9 +469,11 @@ static void bench_note_gap(struct bench *b, uint64_t now)
 {
 	uint64_t prev, max;
 
-	prev = __atomic_exchange_n(&b->last_done_ns, now, __ATOMIC_RELAXED);
-	/* Completions racing on other threads may come in slightly out of
-	 * order; they are microseconds apart, no gap. */
+	/* The loop thread completes, the main thread notes the end after
+	 * setting stop: a completion that raced with it is microseconds
+	 * away, no gap, whichever store wins. */
+	prev = __atomic_load_n(&b->last_done_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->last_done_ns, now, __ATOMIC_RELAXED);
 	if (!prev || now <= prev)
 		return;
 	max = __atomic_load_n(&b->max_gap_ns, __ATOMIC_RELAXED);
@@ -491,7 +507,7 @@ static void bench_conf(void *priv, int err)
 	uint64_t off = (t->first_blk + req->blk) * bs;
 	long bad;
 
-	__atomic_fetch_add(&t->confs, 1, __ATOMIC_RELAXED);
+	bench_count(&t->confs);
 	if (lat == 0)
 		lat = 1;
 	if (!err && !bench_stopping(b))
@@ -506,13 +522,13 @@ static void bench_conf(void *priv, int err)
 			t->blk_seq[req->blk] = BLK_UNKNOWN;
 		lat = 0;
 	} else if (req->dir == IBTRS_WRITE) {
-		__atomic_fetch_add(&t->write_ops, 1, __ATOMIC_RELAXED);
+		bench_count(&t->write_ops);
 		if (t->blk_seq)
 			t->blk_seq[req->blk] = req->seq;
 	} else {
-		__atomic_fetch_add(&t->read_ops, 1, __ATOMIC_RELAXED);
+		bench_count(&t->read_ops);
 		if (t->blk_seq && req->seq != BLK_UNKNOWN) {
-			__atomic_fetch_add(&t->verified, 1, __ATOMIC_RELAXED);
+			bench_count(&t->verified);
 			bad = pattern_check(req->buf, bs, off, req->seq);
 			if (bad >= 0) {
 				__atomic_fetch_add(&t->vfail, 1,
@@ -622,13 +638,14 @@ static void bench_drain(struct bench_thread *t)
  * @req: the slot, its block chosen
  * @tag: a tag for it
  * @start_ns: the time the request counts from, 0 for now
+ * @cb: submitted from a completion callback, on the session's loop thread
  *
  * On failure the tag is put back and the slot freed.
  *
  * Return: 0, or the negative errno of ibtrs_clt_request().
  */
 static int bench_submit(struct bench_thread *t, struct bench_req *req,
-			struct ibtrs_tag *tag, uint64_t start_ns)
+			struct ibtrs_tag *tag, uint64_t start_ns, bool cb)
 {
 	struct bench *b = t->b;
 	const struct bench_cfg *cfg = b->cfg;
@@ -660,12 +677,17 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 	sg.iov_len = cfg->bs;
 
 	req->start_ns = start_ns ? start_ns : tool_now_ns();
-	/* Counted first: the confirmation may run before the call returns. */
-	__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
+	/* Counted first: the confirmation may run before the call returns,
+	 * unless it is called on the thread that runs confirmations. */
+	if (!cb)
+		__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
 	ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, tag, req, &vec,
 				1, cfg->bs, &sg, 1);
+	if (!ret && cb)
+		bench_count(&t->cb_submits);
 	if (ret) {
-		__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
+		if (!cb)
+			__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
 		/* The conf callback will not run. */
 		__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
 		bench_report(b, "cannot submit a %s: %s",
@@ -706,8 +728,7 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 		bench_req_done(t, req, 0);
 		return;
 	}
-	if (!bench_submit(t, req, tag, now))
-		__atomic_fetch_add(&t->cb_submits, 1, __ATOMIC_RELAXED);
+	bench_submit(t, req, tag, now, true);
 }
 
 /**
@@ -740,7 +761,7 @@ static void *bench_worker(void *arg)
 			usleep(BENCH_RETRY_US);
 			continue;
 		}
-		if (bench_submit(t, req, tag, 0))
+		if (bench_submit(t, req, tag, 0, false))
 			usleep(BENCH_RETRY_US);
 	}
 	bench_drain(t);
@@ -980,8 +1001,8 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 	res->errors = BENCH_SUM(b, errors);
 	res->verify_failures = BENCH_SUM(b, vfail);
 	res->verified = BENCH_SUM(b, verified);
-	res->submitted = BENCH_SUM(b, submitted);
 	res->cb_submits = BENCH_SUM(b, cb_submits);
+	res->submitted = BENCH_SUM(b, submitted) + res->cb_submits;
 	res->lost = res->submitted - BENCH_SUM(b, confs);
 	res->max_gap_ms =
 		(double)__atomic_load_n(&b->max_gap_ns, __ATOMIC_RELAXED) / 1e6;
