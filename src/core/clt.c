@@ -336,9 +336,10 @@ static bool mem_desc(struct ibtrs_clt *sess, struct clt_req *req,
 }
 
 /*
- * Post @req on @path; path->lock held for reading, path connected. Every
- * post of one request, replays after a failover included, carries the
- * same generation, so that the server recognises a replay.
+ * Post @req on @path; path connected, path->lock held for reading unless
+ * on the loop thread. Every post of one request, replays after a failover
+ * included, carries the same generation, so that the server recognises a
+ * replay.
  */
 int clt_req_post(struct clt_path *path, struct clt_req *req)
 {
@@ -415,6 +416,7 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	size_t usr_len = 0, sum = 0, i;
 	unsigned int try, n;
 	int ret = -ENOTCONN;
+	bool on_loop;
 
 	if (!sess || !tag || !conf || tag->sess != sess ||
 	    (dir != IBTRS_READ && dir != IBTRS_WRITE) || (nr && !vec) ||
@@ -456,6 +458,10 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	req->deadline_ns = 0;
 	req->gen++; /* a new request; every post of it carries this */
 
+	/* Only the loop thread takes a path out of CONNECTED (path_change()):
+	 * a completion callback submitting on it needs no lock to keep the
+	 * path as it found it. */
+	on_loop = ibtrs_loop_on_thread(sess->loop);
 	n = atomic_load(&sess->path_cnt);
 	for (try = 0; try < n; try++) {
 		int idx = clt_select_path(sess, NULL);
@@ -464,12 +470,14 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		if (idx < 0)
 			break;
 		path = sess->paths[idx];
-		pthread_rwlock_rdlock(&path->lock);
+		if (!on_loop)
+			pthread_rwlock_rdlock(&path->lock);
 		if (atomic_load(&path->state) == IBTRS_PATH_CONNECTED)
 			ret = clt_req_post(path, req);
 		else
 			ret = -ENOTCONN;
-		pthread_rwlock_unlock(&path->lock);
+		if (!on_loop)
+			pthread_rwlock_unlock(&path->lock);
 		if (ret != -ENOTCONN)
 			return ret;
 	}

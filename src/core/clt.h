@@ -110,7 +110,8 @@ struct clt_path {
 	char dst_str[IBTRS_SOCKADDR_STR_LEN];
 	uint8_t uuid[IBTRS_UUID_LEN];
 	uint16_t recon_cnt;
-	pthread_rwlock_t lock; /* read: posting; write: state changes */
+	pthread_rwlock_t lock; /* read: posting off the loop thread;
+				* write: state changes */
 	_Atomic int state;
 	pthread_mutex_t connect_lock; /* one connect at a time */
 	unsigned int con_num;

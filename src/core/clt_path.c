@@ -4,6 +4,7 @@
  * failure and failover, reconnect, heartbeats, fault injection, and the
  * receive side of requests.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -21,6 +22,10 @@
 /*
  * The only place path->state changes. Refuses transitions the table does
  * not allow; records every change with its reason in the event log.
+ *
+ * Only the loop thread takes a path out of CONNECTED: a request posted
+ * from the loop thread finds the path as it was checked without taking
+ * path->lock (ibtrs_clt_request(), req_reroute()).
  */
 static int path_change(struct clt_path *path, enum ibtrs_path_state to,
 		       const char *why)
@@ -29,6 +34,8 @@ static int path_change(struct clt_path *path, enum ibtrs_path_state to,
 
 	pthread_rwlock_wrlock(&path->lock);
 	from = (enum ibtrs_path_state)atomic_load(&path->state);
+	assert(from != IBTRS_PATH_CONNECTED ||
+	       ibtrs_loop_on_thread(path->sess->loop));
 	if (!ibtrs_path_transition_ok(from, to)) {
 		pthread_rwlock_unlock(&path->lock);
 		ibtrs_log(IBTRS_LOG_DEBUG,
@@ -111,10 +118,9 @@ static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
 		if (idx < 0)
 			break;
 		path = sess->paths[idx];
-		pthread_rwlock_rdlock(&path->lock);
+		/* Loop thread: the path stays as checked (path_change()). */
 		if (path_state(path) == IBTRS_PATH_CONNECTED)
 			ret = clt_req_post(path, req);
-		pthread_rwlock_unlock(&path->lock);
 		if (!ret)
 			return;
 	}
