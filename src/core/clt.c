@@ -219,7 +219,8 @@ struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
 	}
 	tag = tag_at(sess, (uint32_t)id);
 	tag->con_type = con_type;
-	atomic_store(&tag->held, true);
+	/* The put's compare-and-swap is what catches a double put. */
+	atomic_store_explicit(&tag->held, true, memory_order_release);
 	return tag;
 }
 
@@ -389,7 +390,8 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	 * with them. Alone, it leaves at once. */
 	if (atomic_fetch_add(&path->inflight, 1))
 		flags |= IBTRS_XPRT_LAZY;
-	atomic_store(&req->state, REQ_INFLIGHT);
+	/* Release: whoever sees INFLIGHT sees the fields set above. */
+	atomic_store_explicit(&req->state, REQ_INFLIGHT, memory_order_release);
 	/* A dropping path swallows the request, as a dead link would. */
 	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
 		return 0;

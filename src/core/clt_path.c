@@ -348,14 +348,23 @@ static void path_up_fn(void *arg)
 /* ------------------------------------------------------------------ */
 /* receive side                                                         */
 
-/* Loop thread: the response to a request arrived on @con. */
+/*
+ * Loop thread: the response to a request arrived on @con. If its send
+ * completed already, take the request and complete it; if not, mark the
+ * response, and the send completion completes it. One compare-and-swap
+ * does either.
+ */
 static void apply_rsp(struct clt_req *req, int err)
 {
-	unsigned int s;
+	unsigned int s = atomic_load(&req->state), to;
 
 	req->rsp_err = err;
-	s = atomic_fetch_or(&req->state, REQ_RSP);
-	if ((s & REQ_SENT) && clt_req_claim(req)) {
+	do {
+		if (!(s & REQ_INFLIGHT))
+			return;
+		to = (s & REQ_SENT) ? 0 : s | REQ_RSP;
+	} while (!atomic_compare_exchange_weak(&req->state, &s, to));
+	if (!to) {
 		atomic_fetch_sub(&req->path->inflight, 1);
 		clt_req_complete(req, err);
 	}
