@@ -2,8 +2,11 @@
 /*
  * tags.c - per-CPU sharded tag allocator with stealing.
  *
- * A put goes to the shard of the CPU it runs on, a get tries its own CPU's
- * shard first and then the others in turn. A get that finds nothing and
+ * Every id belongs to one shard, a bitmap of its free ids with its words
+ * in cache lines of their own. A get tries its own CPU's shard first and
+ * then the others in turn, and takes the lowest free id of the first word
+ * that has one; a put sets the id's bit in its shard. A get that finds
+ * nothing and
  * may wait registers as a waiter first, then looks again under wait_lock,
  * then sleeps; a put checks for waiters after its id is visible and wakes
  * under wait_lock, so no wake-up is lost. Which puts wake whom: tags.h.
@@ -24,11 +27,12 @@ static unsigned int my_shard(const struct ibtrs_tags *t)
 	return cpu < 0 ? 0 : (unsigned int)cpu % t->nr_shards;
 }
 
+#define MAP_WORDS(n) (((n) + 63u) / 64u)
+
 int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards)
 {
 	pthread_condattr_t attr;
 	unsigned int i;
-	uint32_t id;
 
 	memset(t, 0, sizeof(*t));
 	if (!nr)
@@ -40,32 +44,43 @@ int ibtrs_tags_init(struct ibtrs_tags *t, uint32_t nr, unsigned int nr_shards)
 	}
 	if (nr_shards > IBTRS_TAGS_MAX_SHARDS)
 		nr_shards = IBTRS_TAGS_MAX_SHARDS;
-	t->shards = aligned_alloc(64, nr_shards * sizeof(*t->shards));
-	if (!t->shards)
-		return -ENOMEM;
-	memset(t->shards, 0, nr_shards * sizeof(*t->shards));
-	t->nr_shards = nr_shards;
-	t->nr = nr;
-	for (i = 0; i < nr_shards; i++) {
-		t->shards[i].ids = calloc(nr, sizeof(uint32_t));
-		if (!t->shards[i].ids) {
-			t->nr_shards = i + 1;
-			ibtrs_tags_destroy(t);
-			return -ENOMEM;
-		}
-		pthread_mutex_init(&t->shards[i].lock, NULL);
-	}
-	/* Low ids first, spread over the shards. */
-	for (id = nr; id-- > 0;) {
-		struct ibtrs_tag_shard *s = &t->shards[id % nr_shards];
-
-		s->ids[s->nr++] = id;
-	}
+	/* Each shard has per consecutive ids, the last one what is left. */
+	t->per = (nr + nr_shards - 1) / nr_shards;
+	nr_shards = (nr + t->per - 1) / t->per;
 	pthread_mutex_init(&t->wait_lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&t->wait_cond, &attr);
 	pthread_condattr_destroy(&attr);
+	t->shards = aligned_alloc(64, nr_shards * sizeof(*t->shards));
+	if (!t->shards) {
+		pthread_mutex_destroy(&t->wait_lock);
+		pthread_cond_destroy(&t->wait_cond);
+		return -ENOMEM;
+	}
+	memset(t->shards, 0, nr_shards * sizeof(*t->shards));
+	t->nr_shards = nr_shards;
+	t->nr = nr;
+	for (i = 0; i < nr_shards; i++) {
+		struct ibtrs_tag_shard *s = &t->shards[i];
+		size_t bytes;
+		uint32_t w;
+
+		s->first = i * t->per;
+		s->nr = nr - s->first < t->per ? nr - s->first : t->per;
+		bytes = (MAP_WORDS(s->nr) * sizeof(uint64_t) + 63) &
+			~(size_t)63;
+		s->map = aligned_alloc(64, bytes);
+		if (!s->map) {
+			ibtrs_tags_destroy(t);
+			return -ENOMEM;
+		}
+		memset((void *)s->map, 0, bytes);
+		for (w = 0; w < s->nr / 64; w++)
+			atomic_init(&s->map[w], UINT64_MAX);
+		if (s->nr % 64)
+			atomic_init(&s->map[w], (1ull << (s->nr % 64)) - 1);
+	}
 	/*
 	 * A quarter of the ids: enough that a wake-up is rare next to the
 	 * requests it lets through, while three quarters stay in flight.
@@ -85,16 +100,34 @@ void ibtrs_tags_destroy(struct ibtrs_tags *t)
 
 	if (!t->shards)
 		return;
-	for (i = 0; i < t->nr_shards; i++) {
-		if (!t->shards[i].ids)
-			continue;
-		pthread_mutex_destroy(&t->shards[i].lock);
-		free(t->shards[i].ids);
-	}
+	for (i = 0; i < t->nr_shards; i++)
+		free((void *)t->shards[i].map);
 	free(t->shards);
 	t->shards = NULL;
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->wait_cond);
+}
+
+/* The lowest free id of @s, taken; -1 if it has none. */
+static int shard_get(struct ibtrs_tag_shard *s)
+{
+	uint32_t w;
+
+	for (w = 0; w < MAP_WORDS(s->nr); w++) {
+		uint64_t v =
+			atomic_load_explicit(&s->map[w], memory_order_relaxed);
+
+		while (v) {
+			uint64_t bit = 1ull << __builtin_ctzll(v);
+
+			v = atomic_fetch_and(&s->map[w], ~bit);
+			if (v & bit)
+				return (int)(s->first + w * 64 +
+					     (uint32_t)__builtin_ctzll(bit));
+			/* Taken by another getter: v is what is left. */
+		}
+	}
+	return -1;
 }
 
 /* Own shard first, then steal. */
@@ -103,14 +136,8 @@ static int try_get(struct ibtrs_tags *t)
 	unsigned int i, first = my_shard(t);
 
 	for (i = 0; i < t->nr_shards; i++) {
-		struct ibtrs_tag_shard *s =
-			&t->shards[(first + i) % t->nr_shards];
-		int id = -1;
+		int id = shard_get(&t->shards[(first + i) % t->nr_shards]);
 
-		pthread_mutex_lock(&s->lock);
-		if (s->nr)
-			id = (int)s->ids[--s->nr];
-		pthread_mutex_unlock(&s->lock);
 		if (id >= 0)
 			return id;
 	}
@@ -159,11 +186,10 @@ int ibtrs_tags_get(struct ibtrs_tags *t, bool wait)
 
 void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id, bool more)
 {
-	struct ibtrs_tag_shard *s = &t->shards[my_shard(t)];
+	struct ibtrs_tag_shard *s = &t->shards[id / t->per];
 
-	pthread_mutex_lock(&s->lock);
-	s->ids[s->nr++] = id;
-	pthread_mutex_unlock(&s->lock);
+	id -= s->first;
+	atomic_fetch_or(&s->map[id / 64], 1ull << (id % 64));
 	if (!atomic_load(&t->waiters))
 		return;
 	if (more && atomic_fetch_add_explicit(&t->wake_pending, 1,
@@ -196,9 +222,12 @@ uint32_t ibtrs_tags_free_count(struct ibtrs_tags *t)
 	unsigned int i;
 
 	for (i = 0; i < t->nr_shards; i++) {
-		pthread_mutex_lock(&t->shards[i].lock);
-		n += t->shards[i].nr;
-		pthread_mutex_unlock(&t->shards[i].lock);
+		struct ibtrs_tag_shard *s = &t->shards[i];
+		uint32_t w;
+
+		for (w = 0; w < MAP_WORDS(s->nr); w++)
+			n += (uint32_t)__builtin_popcountll(
+				atomic_load(&s->map[w]));
 	}
 	return n;
 }

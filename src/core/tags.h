@@ -2,7 +2,9 @@
 /*
  * tags.h - the tag allocator: ids 0..nr-1 in per-CPU shards, taken from
  * the caller's CPU first and stolen from the others when it is empty, so
- * that many submitting threads do not queue on one lock.
+ * that many submitting threads do not queue on one lock. A shard is a
+ * bitmap of its free ids: a get clears a bit, a put sets one, each with
+ * one atomic instruction and no lock.
  *
  * Waiters are woken in batches. While more puts are on the way (requests
  * still in flight), one waiter is woken per wake_batch puts: it then takes
@@ -27,8 +29,8 @@
 #define IBTRS_TAGS_RECHECK_MS 200
 
 struct ibtrs_tag_shard {
-	pthread_mutex_t lock;
-	uint32_t *ids; /* stack of free ids, room for all */
+	_Atomic uint64_t *map; /* bit set: id first + bit index is free */
+	uint32_t first;	       /* the shard's ids: first..first+nr-1 */
 	uint32_t nr;
 } __attribute__((aligned(64)));
 
@@ -36,6 +38,7 @@ struct ibtrs_tags {
 	struct ibtrs_tag_shard *shards;
 	unsigned int nr_shards;
 	uint32_t nr;
+	uint32_t per; /* ids of a shard, but the last */
 	/* Sleepers: counted before they look, so a put never misses one. */
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;

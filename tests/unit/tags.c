@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tags.h"
@@ -40,6 +41,55 @@ static void test_all_ids(unsigned int shards)
 		CHECK(ibtrs_tags_get(&tags, false) >= 0);
 	CHECK_EQ(ibtrs_tags_get(&tags, false), -EAGAIN);
 	ibtrs_tags_destroy(&tags);
+}
+
+/*
+ * Sizes around the bitmap's words and uneven shards: every id once, in
+ * range, none after the last, all again after they are put back (in an
+ * order unlike the one they came in).
+ */
+static void test_sizes(void)
+{
+	static const struct {
+		uint32_t nr;
+		unsigned int shards;
+	} c[] = { { 1, 1 },   { 1, 4 },	  { 5, 4 },    { 63, 2 },
+		  { 64, 1 },  { 65, 1 },  { 127, 3 },  { 130, 2 },
+		  { 200, 3 }, { 64, 64 }, { 1000, 7 }, { 4096, 0 } };
+	static int ids[4096];
+	static unsigned char seen[4096];
+	unsigned int k;
+	uint32_t i;
+
+	for (k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
+		struct ibtrs_tags t;
+
+		CHECK_EQ(ibtrs_tags_init(&t, c[k].nr, c[k].shards), 0);
+		CHECK(t.nr_shards >= 1 && t.nr_shards <= c[k].nr);
+		CHECK_EQ(ibtrs_tags_free_count(&t), c[k].nr);
+		memset(seen, 0, sizeof(seen));
+		for (i = 0; i < c[k].nr; i++) {
+			ids[i] = ibtrs_tags_get(&t, false);
+			CHECK(ids[i] >= 0 && (uint32_t)ids[i] < c[k].nr);
+			CHECK_EQ(seen[ids[i]]++, 0);
+		}
+		CHECK_EQ(ibtrs_tags_get(&t, false), -EAGAIN);
+		CHECK_EQ(ibtrs_tags_free_count(&t), 0);
+		for (i = 1; i < c[k].nr; i += 2)
+			ibtrs_tags_put(&t, (uint32_t)ids[i], false);
+		for (i = 0; i < c[k].nr; i += 2)
+			ibtrs_tags_put(&t, (uint32_t)ids[i], false);
+		CHECK_EQ(ibtrs_tags_free_count(&t), c[k].nr);
+		memset(seen, 0, sizeof(seen));
+		for (i = 0; i < c[k].nr; i++) {
+			int id = ibtrs_tags_get(&t, false);
+
+			CHECK(id >= 0 && (uint32_t)id < c[k].nr);
+			CHECK_EQ(seen[id]++, 0);
+		}
+		CHECK_EQ(ibtrs_tags_get(&t, false), -EAGAIN);
+		ibtrs_tags_destroy(&t);
+	}
 }
 
 static _Atomic int got;
@@ -210,6 +260,7 @@ int main(void)
 	test_all_ids(1);
 	test_all_ids(3);
 	test_all_ids(0);
+	test_sizes();
 	test_wait_and_shutdown();
 	test_wake_batch();
 	test_threads();
