@@ -6,10 +6,10 @@
  * in cache lines of their own. A get tries its own CPU's shard first and
  * then the others in turn, and takes the lowest free id of the first word
  * that has one; a put sets the id's bit in its shard. A get that finds
- * nothing and
- * may wait registers as a waiter first, then looks again under wait_lock,
- * then sleeps; a put checks for waiters after its id is visible and wakes
- * under wait_lock, so no wake-up is lost. Which puts wake whom: tags.h.
+ * nothing and may wait registers as a waiter first, then looks again
+ * under wait_lock, then sleeps; a put checks for waiters after its id is
+ * visible and wakes under wait_lock, so no wake-up is lost. Which puts
+ * wake whom: tags.h.
  */
 #include <errno.h>
 #include <sched.h>
