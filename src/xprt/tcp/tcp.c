@@ -69,6 +69,7 @@ struct tcp_wr {
 	uint64_t wr_id;
 	unsigned int flags;
 	unsigned int cnt; /* iovecs, header included */
+	size_t len;	  /* bytes of the frame, header included */
 	enum ibtrs_wc_opcode opcode;
 	struct tcp_frame hdr;
 	struct iovec iov[]; /* [0] is the header */
@@ -475,6 +476,13 @@ static void tcp_flush(struct tcp_con *c)
 		     wr = wr->next) {
 			if (niov + wr->cnt > TCP_FLUSH_IOVS)
 				break;
+			if (!skip) { /* all but a partly sent first frame */
+				memcpy(&iov[niov], wr->iov,
+				       wr->cnt * sizeof(*iov));
+				niov += wr->cnt;
+				nwr++;
+				continue;
+			}
 			for (i = 0; i < wr->cnt; i++) {
 				if (skip >= wr->iov[i].iov_len) {
 					skip -= wr->iov[i].iov_len;
@@ -513,13 +521,9 @@ static void tcp_flush(struct tcp_con *c)
 		sent = (size_t)n + c->head_off;
 		nwr = 0;
 		while ((wr = c->sq_head)) {
-			size_t total = 0;
-
-			for (i = 0; i < wr->cnt; i++)
-				total += wr->iov[i].iov_len;
-			if (sent < total)
+			if (sent < wr->len)
 				break;
-			sent -= total;
+			sent -= wr->len;
 			c->sq_head = wr->next;
 			if (!c->sq_head)
 				c->sq_tail = NULL;
@@ -588,6 +592,7 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	if (cnt)
 		memcpy(&wr->iov[1], iov, cnt * sizeof(*iov));
 	wr->cnt = cnt + 1;
+	wr->len = sizeof(wr->hdr) + len;
 	if (c->sq_tail)
 		c->sq_tail->next = wr;
 	else
