@@ -470,19 +470,10 @@ static void tcp_flush(struct tcp_con *c)
 		struct tcp_wr *wr;
 		ssize_t n;
 
-		/* Gather: headers and payloads of up to TCP_FLUSH_WRS frames.
-		 */
-		for (wr = c->sq_head; wr && nwr < TCP_FLUSH_WRS;
-		     wr = wr->next) {
-			if (niov + wr->cnt > TCP_FLUSH_IOVS)
-				break;
-			if (!skip) { /* all but a partly sent first frame */
-				memcpy(&iov[niov], wr->iov,
-				       wr->cnt * sizeof(*iov));
-				niov += wr->cnt;
-				nwr++;
-				continue;
-			}
+		/* Gather: headers and payloads of up to TCP_FLUSH_WRS frames,
+		 * the rest of a partly sent first one, then whole ones. */
+		wr = c->sq_head;
+		if (skip) {
 			for (i = 0; i < wr->cnt; i++) {
 				if (skip >= wr->iov[i].iov_len) {
 					skip -= wr->iov[i].iov_len;
@@ -494,6 +485,14 @@ static void tcp_flush(struct tcp_con *c)
 				skip = 0;
 				niov++;
 			}
+			nwr++;
+			wr = wr->next;
+		}
+		for (; wr && nwr < TCP_FLUSH_WRS; wr = wr->next) {
+			if (niov + wr->cnt > TCP_FLUSH_IOVS)
+				break;
+			memcpy(&iov[niov], wr->iov, wr->cnt * sizeof(*iov));
+			niov += wr->cnt;
 			nwr++;
 		}
 		pthread_mutex_unlock(&c->sq_lock);
