@@ -324,16 +324,14 @@ uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop)
 	return atomic_load_explicit(&loop->empty_polls, memory_order_relaxed);
 }
 
-uint64_t ibtrs_loop_now_ns(const struct ibtrs_loop *loop)
-{
-	if (!pthread_equal(pthread_self(), loop->thread))
-		return ibtrs_now_ns();
-	return loop->now_ns;
-}
-
-bool ibtrs_loop_on_thread(struct ibtrs_loop *loop)
+bool ibtrs_loop_on_thread(const struct ibtrs_loop *loop)
 {
 	return pthread_equal(pthread_self(), loop->thread);
+}
+
+uint64_t ibtrs_loop_now_ns(const struct ibtrs_loop *loop)
+{
+	return ibtrs_loop_on_thread(loop) ? loop->now_ns : ibtrs_now_ns();
 }
 
 struct loop_call {

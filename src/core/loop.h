@@ -67,7 +67,7 @@ uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop);
 void ibtrs_loop_cancel(struct ibtrs_loop *loop, struct ibtrs_work *w);
 
 /* True when called on the loop's thread. */
-bool ibtrs_loop_on_thread(struct ibtrs_loop *loop);
+bool ibtrs_loop_on_thread(const struct ibtrs_loop *loop);
 
 /*
  * Run @fn(@arg) on the loop thread and wait for it to return; runs it
