@@ -683,19 +683,19 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 		__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
 	ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, tag, req, &vec,
 				1, cfg->bs, &sg, 1);
-	if (!ret && cb)
-		bench_count(&t->cb_submits);
-	if (ret) {
-		if (!cb)
-			__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
-		/* The conf callback will not run. */
-		__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
-		bench_report(b, "cannot submit a %s: %s",
-			     req->dir == IBTRS_READ ? "READ" : "WRITE",
-			     strerror(-ret));
-		ibtrs_clt_put_tag(b->sess, tag);
-		bench_req_done(t, req, 0);
+	if (!ret) {
+		if (cb)
+			bench_count(&t->cb_submits);
+		return 0;
 	}
+	if (!cb)
+		__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
+	/* The conf callback will not run. */
+	__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
+	bench_report(b, "cannot submit a %s: %s",
+		     req->dir == IBTRS_READ ? "READ" : "WRITE", strerror(-ret));
+	ibtrs_clt_put_tag(b->sess, tag);
+	bench_req_done(t, req, 0);
 	return ret;
 }
 
