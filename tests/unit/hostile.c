@@ -1313,6 +1313,7 @@ static void case_stale_gen(void)
 {
 	struct ibtrs_srv_stats st = { .size = sizeof(st) };
 	uint64_t stale0, replays0;
+	struct pollfd pfd;
 	struct atk a;
 	int before;
 
@@ -1339,11 +1340,8 @@ static void case_stale_gen(void)
 	CHECK_EQ(st.replays, replays0 + 1);
 	/* The connection still works, and nothing is left unread. */
 	atk_ping(&a, 0, 6);
-	{
-		struct pollfd pfd = { .fd = a.fd[0], .events = POLLIN };
-
-		CHECK_EQ(poll(&pfd, 1, 100), 0);
-	}
+	pfd = (struct pollfd){ .fd = a.fd[0], .events = POLLIN };
+	CHECK_EQ(poll(&pfd, 1, 100), 0);
 	atk_close(&a);
 }
 
