@@ -309,30 +309,94 @@ static struct clt_con *pick_con(struct clt_path *path,
 	return &path->cons[1 + (unsigned int)cpu % (path->con_num - 1)];
 }
 
+/* Begin reading the memory table; see mem_read_retry(). */
+static unsigned int mem_read_begin(struct ibtrs_clt *sess)
+{
+	unsigned int seq;
+
+	while ((seq = atomic_load_explicit(&sess->mem_seq,
+					   memory_order_acquire)) &
+	       1)
+		sched_yield(); /* a (de)registration is under way */
+	return seq;
+}
+
+/* Whether the table changed since mem_read_begin() returned @seq. */
+static bool mem_read_retry(struct ibtrs_clt *sess, unsigned int seq)
+{
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&sess->mem_seq, memory_order_relaxed) !=
+	       seq;
+}
+
+/* Open and close the table's write side; mem_lock held. */
+static void mem_write_begin(struct ibtrs_clt *sess)
+{
+	atomic_store_explicit(
+		&sess->mem_seq,
+		atomic_load_explicit(&sess->mem_seq, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void mem_write_end(struct ibtrs_clt *sess)
+{
+	atomic_store_explicit(
+		&sess->mem_seq,
+		atomic_load_explicit(&sess->mem_seq, memory_order_relaxed) + 1,
+		memory_order_release);
+}
+
+/* Fill entry @to of the table; write side open. */
+static void mem_ent_set(struct clt_mem_ent *to, uintptr_t addr, size_t len,
+			uint64_t raddr, uint32_t key)
+{
+	atomic_store_explicit(&to->addr, addr, memory_order_relaxed);
+	atomic_store_explicit(&to->len, len, memory_order_relaxed);
+	atomic_store_explicit(&to->raddr, raddr, memory_order_relaxed);
+	atomic_store_explicit(&to->key, key, memory_order_relaxed);
+}
+
 /*
  * A READ whose one destination iovec lies in registered memory is
  * answered straight into it: the region's key, at the iovec's offset.
+ * No lock: the table is read under its sequence count, and read again if
+ * a registration changed it meanwhile.
  */
 static bool mem_desc(struct ibtrs_clt *sess, struct clt_req *req,
 		     struct ibtrs_desc *desc)
 {
-	const char *base = req->sg[0].iov_base;
-	struct ibtrs_mem *m;
-	bool found = false;
+	uintptr_t base = (uintptr_t)req->sg[0].iov_base;
+	unsigned int seq, i, n;
+	bool found;
 
-	if (req->sg_cnt != 1 || !atomic_load(&sess->nr_mems))
+	if (req->sg_cnt != 1 ||
+	    !atomic_load_explicit(&sess->nr_mems, memory_order_relaxed))
 		return false;
-	pthread_rwlock_rdlock(&sess->mem_lock);
-	for (m = sess->mems; m; m = m->next) {
-		if (base >= m->addr && req->data_len <= m->len &&
-		    (size_t)(base - m->addr) <= m->len - req->data_len) {
-			desc->addr = m->mr->addr + (uint64_t)(base - m->addr);
-			desc->key = m->mr->key;
-			found = true;
-			break;
+	do {
+		seq = mem_read_begin(sess);
+		n = atomic_load_explicit(&sess->nr_mems, memory_order_relaxed);
+		found = false;
+		for (i = 0; i < n && i < IBTRS_MAX_MEM_REGS; i++) {
+			const struct clt_mem_ent *e = &sess->mem_tab[i];
+			uintptr_t a = atomic_load_explicit(
+				&e->addr, memory_order_relaxed);
+			size_t len = atomic_load_explicit(&e->len,
+							  memory_order_relaxed);
+
+			if (base >= a && req->data_len <= len &&
+			    base - a <= len - req->data_len) {
+				desc->addr = atomic_load_explicit(
+						     &e->raddr,
+						     memory_order_relaxed) +
+					     (base - a);
+				desc->key = atomic_load_explicit(
+					&e->key, memory_order_relaxed);
+				found = true;
+				break;
+			}
 		}
-	}
-	pthread_rwlock_unlock(&sess->mem_lock);
+	} while (mem_read_retry(sess, seq));
 	return found;
 }
 
@@ -526,7 +590,7 @@ static void sess_free(struct ibtrs_clt *sess)
 	}
 	if (sess->pd)
 		sess->ops->pd_free(sess->pd);
-	pthread_rwlock_destroy(&sess->mem_lock);
+	pthread_mutex_destroy(&sess->mem_lock);
 	ibtrs_tags_destroy(&sess->tag_ids);
 	pthread_mutex_destroy(&sess->paths_lock);
 	pthread_mutex_destroy(&sess->conn_lock);
@@ -604,7 +668,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	pthread_mutex_init(&sess->conn_lock, NULL);
 	pthread_cond_init(&sess->conn_cond, NULL);
 	pthread_mutex_init(&sess->ev_lock, NULL);
-	pthread_rwlock_init(&sess->mem_lock, NULL);
+	pthread_mutex_init(&sess->mem_lock, NULL);
 	return sess;
 }
 
@@ -993,6 +1057,7 @@ struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
 {
 	struct iovec iov = { .iov_base = addr, .iov_len = len };
 	struct ibtrs_mem *m;
+	unsigned int n;
 	int ret;
 
 	if (!sess || !addr || !len) {
@@ -1021,12 +1086,50 @@ struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
 	}
 	m->addr = addr;
 	m->len = len;
-	pthread_rwlock_wrlock(&sess->mem_lock);
+	pthread_mutex_lock(&sess->mem_lock);
+	n = atomic_load(&sess->nr_mems);
+	if (n >= IBTRS_MAX_MEM_REGS) {
+		pthread_mutex_unlock(&sess->mem_lock);
+		sess->ops->mr_unmap(m->mr);
+		sess->ops->mr_free(m->mr);
+		free(m);
+		errno = ENOSPC;
+		return NULL;
+	}
 	m->next = sess->mems;
 	sess->mems = m;
-	atomic_fetch_add(&sess->nr_mems, 1);
-	pthread_rwlock_unlock(&sess->mem_lock);
+	mem_write_begin(sess);
+	mem_ent_set(&sess->mem_tab[n], (uintptr_t)addr, len, m->mr->addr,
+		    m->mr->key);
+	atomic_store(&sess->nr_mems, n + 1);
+	mem_write_end(sess);
+	pthread_mutex_unlock(&sess->mem_lock);
 	return m;
+}
+
+/* Take @mem out of the lookup table: the last entry fills its place. */
+static void mem_tab_remove(struct ibtrs_clt *sess, const struct ibtrs_mem *mem)
+{
+	unsigned int i, n = atomic_load(&sess->nr_mems);
+	const struct clt_mem_ent *last = &sess->mem_tab[n - 1];
+
+	for (i = 0; i < n; i++)
+		if (atomic_load_explicit(&sess->mem_tab[i].addr,
+					 memory_order_relaxed) ==
+			    (uintptr_t)mem->addr &&
+		    atomic_load_explicit(&sess->mem_tab[i].key,
+					 memory_order_relaxed) == mem->mr->key)
+			break;
+	if (i == n)
+		return;
+	mem_write_begin(sess);
+	mem_ent_set(&sess->mem_tab[i],
+		    atomic_load_explicit(&last->addr, memory_order_relaxed),
+		    atomic_load_explicit(&last->len, memory_order_relaxed),
+		    atomic_load_explicit(&last->raddr, memory_order_relaxed),
+		    atomic_load_explicit(&last->key, memory_order_relaxed));
+	atomic_store(&sess->nr_mems, n - 1);
+	mem_write_end(sess);
 }
 
 void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem)
@@ -1036,16 +1139,17 @@ void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem)
 
 	if (!sess || !mem)
 		return;
-	pthread_rwlock_wrlock(&sess->mem_lock);
+	pthread_mutex_lock(&sess->mem_lock);
 	for (pp = &sess->mems; *pp; pp = &(*pp)->next) {
 		if (*pp == mem) {
 			*pp = mem->next;
-			atomic_fetch_sub(&sess->nr_mems, 1);
 			found = true;
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&sess->mem_lock);
+	if (found)
+		mem_tab_remove(sess, mem);
+	pthread_mutex_unlock(&sess->mem_lock);
 	if (!found) {
 		ibtrs_log_rl(IBTRS_LOG_ERR,
 			     "session %s: deregistration of unknown memory",

@@ -155,6 +155,18 @@ struct ibtrs_mem {
 	size_t len;
 };
 
+/*
+ * A registered region as a READ looks it up: values, not a pointer to the
+ * struct ibtrs_mem, so that a lookup racing with the deregistration reads
+ * a stale entry at worst and retries, never freed memory.
+ */
+struct clt_mem_ent {
+	_Atomic uintptr_t addr;
+	_Atomic size_t len;
+	_Atomic uint64_t raddr; /* the backend's address of @addr */
+	_Atomic uint32_t key;
+};
+
 struct clt_fault {
 	unsigned int idx;
 	enum ibtrs_fault_type type;
@@ -222,9 +234,16 @@ struct ibtrs_clt {
 	_Atomic bool closing;
 
 	struct ctl_node ctl;
-	pthread_rwlock_t mem_lock;
-	struct ibtrs_mem *mems; /* under mem_lock */
+	/*
+	 * Registered memory: the list of handles under mem_lock, and their
+	 * lookup table, mem_tab[0, nr_mems), a seqlock for the requests:
+	 * mem_seq is odd while a (de)registration changes the table.
+	 */
+	pthread_mutex_t mem_lock;
+	struct ibtrs_mem *mems;
 	_Atomic unsigned int nr_mems;
+	_Atomic unsigned int mem_seq;
+	struct clt_mem_ent mem_tab[IBTRS_MAX_MEM_REGS];
 	pthread_mutex_t ev_lock;
 	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
 	unsigned int ev_head, ev_cnt;
