@@ -295,6 +295,12 @@ static void srv_park(struct ibtrs_work *w)
 	pthread_mutex_unlock(&srv.lock);
 }
 
+/* Nothing: ibtrs_loop_call() of it waits until the loop thread is idle. */
+static void loop_sync(void *arg)
+{
+	(void)arg;
+}
+
 static void do_disconnect(void *arg)
 {
 	ops->disconnect(arg);
@@ -466,6 +472,12 @@ int main(void)
 	for (i = 0; i < 2; i++) {
 		struct iovec iov;
 
+		/*
+		 * The loop thread may still be in the flush that completed
+		 * the last answer (a busy machine preempts it there): the
+		 * frame would then wait for that flush to send it.
+		 */
+		ibtrs_loop_call(srv.loop, loop_sync, NULL);
 		v = htole64(LAZY_WR + i);
 		iov.iov_base = &v;
 		iov.iov_len = sizeof(v);
