@@ -14,10 +14,12 @@
  * until the client's send queue is acknowledged, then it reads all 96 in
  * one batch. From inside the handler, the server looks at the client's
  * socket: after 16 receives (fewer than 24 answers queued) nothing may be
- * readable yet, after 64 the answers flushed early must be. Since nothing
- * else sends on the connection while the handler runs, a backend without
- * the early flush never makes them readable there. Then the client reads
- * the 96 answers, in order.
+ * readable yet, after 64 the answers flushed early must be: whole answer
+ * frames, the first ones in order, whether they came with their own
+ * headers or in TCP_OP_HDRS runs (parsed from a peek at the queue). Since
+ * nothing else sends on the connection while the handler runs, a backend
+ * without the early flush never makes them readable there. Then the
+ * client reads the 96 answers, in order.
  *
  * Last, two sends posted from the main thread while the loop is idle: a
  * plain one goes out from the posting thread, a lazy one
@@ -56,6 +58,8 @@
 #define REQ_LEN 16
 #define RSP_LEN 8
 #define RSP_FRAME (sizeof(struct tcp_frame) + RSP_LEN)
+/* Most bytes the answers take on the wire: a TCP_OP_HDRS frame per two. */
+#define RSP_STREAM_MAX (NR_FRAMES * RSP_FRAME + NR_FRAMES / 2 * RSP_FRAME)
 #define WAIT_MS 10000
 #define PROBE_WAIT_MS 5000
 #define WATCHDOG_S 60
@@ -92,6 +96,10 @@ static struct {
 	bool low_readable;
 	bool probed, now_readable, readable;
 	int probe_bytes;
+	/* whole answers queued at the probe; the first ones in order */
+	unsigned int probe_answers;
+	bool probe_in_order;
+	unsigned long probe_runs; /* TCP_OP_HDRS frames among them */
 	double probe_wait;
 	/* sends with wr_id LAZY_WR + i: completed, and on the loop thread */
 	bool lazy_done[2], lazy_on_loop[2];
@@ -133,6 +141,40 @@ static int inq_bytes(int fd)
 	return n;
 }
 
+/*
+ * The answers queued in @fd, peeked at without taking them: whole answer
+ * frames into *@answers, whether they are answers 0, 1, ... in *@in_order,
+ * the TCP_OP_HDRS frames before them into *@runs. The queue starts at a
+ * frame boundary, as the client has read nothing but the hello yet.
+ */
+static void peek_answers(int fd, unsigned int *answers, bool *in_order,
+			 unsigned long *runs)
+{
+	static unsigned char buf[RSP_STREAM_MAX];
+	static struct tcp_frame f[NR_FRAMES];
+	static size_t off[NR_FRAMES];
+	size_t used, plain = 0;
+	unsigned int n, i;
+	uint64_t v;
+	ssize_t got;
+
+	got = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (got < 0)
+		got = 0;
+	n = rt_parse_frames(buf, (size_t)got, f, off, NR_FRAMES, &used);
+	*in_order = true;
+	for (i = 0; i < n; i++) {
+		memcpy(&v, buf + off[i], sizeof(v));
+		if (f[i].op != TCP_OP_SEND || f[i].len != RSP_LEN ||
+		    le64toh(v) != i)
+			*in_order = false;
+		plain += sizeof(struct tcp_frame) + f[i].len;
+	}
+	/* A run of k frames takes a header more than k plain frames. */
+	*runs = (used - plain) / sizeof(struct tcp_frame);
+	*answers = n;
+}
+
 /* Record the first unexpected thing the handler saw; loop thread. */
 static void srv_bad(int line)
 {
@@ -149,7 +191,9 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	unsigned int n = srv.handled, slot = n % NR_RECVS;
 	struct iovec iov;
 	uint64_t idx;
-	bool low = false, now = false, later = false;
+	bool low = false, now = false, later = false, in_order = false;
+	unsigned int answers = 0;
+	unsigned long runs = 0;
 	double t0 = 0, waited = 0;
 	int fd, bytes = 0;
 
@@ -190,6 +234,7 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		later = now || readable(fd, PROBE_WAIT_MS);
 		waited = t_now() - t0;
 		bytes = inq_bytes(fd);
+		peek_answers(fd, &answers, &in_order, &runs);
 	}
 
 	pthread_mutex_lock(&srv.lock);
@@ -202,6 +247,9 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		srv.readable = later;
 		srv.probe_wait = waited;
 		srv.probe_bytes = bytes;
+		srv.probe_answers = answers;
+		srv.probe_in_order = in_order;
+		srv.probe_runs = runs;
 	}
 	pthread_cond_broadcast(&srv.cond);
 	pthread_mutex_unlock(&srv.lock);
@@ -441,15 +489,20 @@ int main(void)
 		srv.low_readable ? "answers readable" : "nothing readable");
 	fprintf(stderr,
 		"after %d receives: %s at once, %s after %.3f s, %d bytes "
-		"(%d answers) queued\n",
+		"queued: %u whole answers%s, %lu TCP_OP_HDRS runs\n",
 		PROBE_AT, srv.now_readable ? "readable" : "not readable",
 		srv.readable ? "readable" : "not readable", srv.probe_wait,
-		srv.probe_bytes, srv.probe_bytes / (int)RSP_FRAME);
+		srv.probe_bytes, srv.probe_answers,
+		srv.probe_in_order ? " in order" : " OUT OF ORDER",
+		srv.probe_runs);
 	/* Fewer than TCP_EARLY_FRAMES queued: still held for the batch. */
 	CHECK(!srv.low_readable);
-	/* Past it: answers left while the batch was being parsed. */
+	/* Past it: answers left while the batch was being parsed, the
+	 * first ones, whole, before the handler returned. */
 	CHECK(srv.readable);
-	CHECK(srv.probe_bytes >= (int)RSP_FRAME);
+	CHECK(srv.probe_answers >= 1);
+	CHECK(srv.probe_answers <= PROBE_AT);
+	CHECK(srv.probe_in_order);
 	printf("early flush: responses readable after %d of %d frames\n",
 	       PROBE_AT, NR_FRAMES);
 	pthread_mutex_unlock(&srv.lock);
@@ -463,6 +516,11 @@ int main(void)
 		CHECK_EQ(le64toh(v), i);
 	}
 	CHECK(!readable(fd, 0));
+	CHECK_EQ(rt_frames_pending(fd), 0);
+	printf("answers: %lu in %lu TCP_OP_HDRS runs, %lu with their own "
+	       "header\n",
+	       rt_hdrs_described(fd), rt_hdrs_runs(fd),
+	       NR_FRAMES - rt_hdrs_described(fd));
 
 	/*
 	 * From another thread, with the loop idle: a plain send is sent by

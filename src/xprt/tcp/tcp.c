@@ -12,7 +12,10 @@
  * Receive side: reads land in a staging buffer that holds many small frames
  * per system call; a payload that did not arrive with its header is read
  * straight into its destination (registered region or posted receive),
- * together with the next bytes into the staging buffer.
+ * together with the next bytes into the staging buffer. A flush of two or
+ * more frames sends their headers first (TCP_OP_HDRS, tcp_proto.h), so
+ * that the receiver reads the large payloads among them straight into
+ * their destinations, several per system call.
  *
  * The verbs rules are enforced: keys issued here and checked on every
  * access, bounds checked against the region, one posted receive consumed
@@ -45,6 +48,8 @@
 #define TCP_STAGING (256u << 10) /* receive staging buffer */
 #define TCP_DIRECT_MIN 8192	 /* read payloads this large directly */
 #define TCP_LARGE_STAGE 4096	 /* staging read size while frames are large */
+#define TCP_RUN_DIRECT_MIN 1024	 /* described payloads read directly */
+#define TCP_READ_IOVS 64	 /* iovecs of one read, staging included */
 #define TCP_RX_BUDGET (4u << 20) /* bytes per event before yielding */
 #define TCP_FLUSH_WRS 64	 /* work requests per sendmsg */
 /*
@@ -68,8 +73,10 @@ struct tcp_wr {
 	struct tcp_wr *next;
 	uint64_t wr_id;
 	unsigned int flags;
-	unsigned int cnt; /* iovecs, header included */
-	size_t len;	  /* bytes of the frame, header included */
+	unsigned int cnt;   /* iovecs, header included */
+	unsigned int first; /* first iovec sent: 1 once described */
+	size_t len;	    /* bytes it puts on the stream */
+	bool is_hdrs;	    /* the TCP_OP_HDRS frame of the next ones */
 	enum ibtrs_wc_opcode opcode;
 	struct tcp_frame hdr;
 	struct iovec iov[]; /* [0] is the header */
@@ -109,6 +116,8 @@ struct tcp_con {
 	size_t sq_bytes;	/* and their payload bytes */
 	bool dead;
 	int send_err;
+	/* payload of the queued TCP_OP_HDRS frame: at most one is queued */
+	struct tcp_frame tx_hdrs[TCP_MAX_HDRS];
 
 	/* receive side, loop thread only */
 	struct swrq rq;
@@ -121,6 +130,12 @@ struct tcp_con {
 	unsigned int dst_cnt, dst_idx;
 	size_t remaining;
 	bool failed; /* err() delivered or disconnected */
+	/* a TCP_OP_HDRS run: headers run[run_i, run_n) still to come, and
+	 * how much of each payload a read put straight into place */
+	struct tcp_frame run[TCP_MAX_HDRS]; /* host order */
+	size_t run_pre[TCP_MAX_HDRS];
+	unsigned int run_i, run_n;
+	struct tcp_frame run_wire[TCP_MAX_HDRS]; /* TCP_OP_HDRS payload */
 };
 
 struct tcp_pending;
@@ -445,6 +460,52 @@ static void tcp_flush_errors(struct tcp_con *c)
 }
 
 /*
+ * Put a TCP_OP_HDRS frame in front of the frames the next sendmsg will
+ * gather, from sq_head on, and take their headers off them: the peer
+ * then knows where their payloads go before they arrive. sq_lock held,
+ * sq_head a whole frame not yet described, nothing of it sent.
+ */
+static void tcp_describe(struct tcp_con *c)
+{
+	unsigned int n = 0, i, niov = 2;
+	struct tcp_wr *wr, *h;
+
+	/* As many as the gather takes: it counts the TCP_OP_HDRS frame too. */
+	for (wr = c->sq_head; wr && n < TCP_MAX_HDRS && n + 1 < TCP_FLUSH_WRS;
+	     wr = wr->next) {
+		if (niov + wr->cnt - 1 > TCP_FLUSH_IOVS)
+			break;
+		niov += wr->cnt - 1;
+		n++;
+	}
+	if (n < 2 || (!c->wr_free && tcp_wr_grow(c)))
+		return;
+	h = c->wr_free;
+	c->wr_free = h->next;
+	for (wr = c->sq_head, i = 0; i < n; wr = wr->next, i++) {
+		c->tx_hdrs[i] = wr->hdr;
+		wr->first = 1;
+		wr->len -= sizeof(wr->hdr);
+	}
+	memset(&h->hdr, 0, sizeof(h->hdr));
+	h->hdr.op = TCP_OP_HDRS;
+	h->hdr.len = htole32((uint32_t)(n * sizeof(struct tcp_frame)));
+	h->iov[0].iov_base = &h->hdr;
+	h->iov[0].iov_len = sizeof(h->hdr);
+	h->iov[1].iov_base = c->tx_hdrs;
+	h->iov[1].iov_len = n * sizeof(struct tcp_frame);
+	h->cnt = 2;
+	h->first = 0;
+	h->len = sizeof(h->hdr) + h->iov[1].iov_len;
+	h->is_hdrs = true;
+	h->flags = 0;
+	h->wr_id = 0;
+	h->opcode = IBTRS_WC_SEND;
+	h->next = c->sq_head;
+	c->sq_head = h;
+}
+
+/*
  * Send everything queued, many frames per sendmsg. Runs on whichever
  * thread finds nobody else flushing; returns with the queue empty, or
  * with EPOLLOUT armed, or with the connection failed. Whether frames wait
@@ -471,10 +532,14 @@ static void tcp_flush(struct tcp_con *c)
 		ssize_t n;
 
 		/* Gather: headers and payloads of up to TCP_FLUSH_WRS frames,
-		 * the rest of a partly sent first one, then whole ones. */
+		 * the rest of a partly sent first one, then whole ones; the
+		 * headers of two or more first, if none are described yet. */
+		wr = c->sq_head;
+		if (!skip && !wr->first && !wr->is_hdrs && wr->next)
+			tcp_describe(c);
 		wr = c->sq_head;
 		if (skip) {
-			for (i = 0; i < wr->cnt; i++) {
+			for (i = wr->first; i < wr->cnt; i++) {
 				if (skip >= wr->iov[i].iov_len) {
 					skip -= wr->iov[i].iov_len;
 					continue;
@@ -489,10 +554,13 @@ static void tcp_flush(struct tcp_con *c)
 			wr = wr->next;
 		}
 		for (; wr && nwr < TCP_FLUSH_WRS; wr = wr->next) {
-			if (niov + wr->cnt > TCP_FLUSH_IOVS)
+			unsigned int cnt = wr->cnt - wr->first;
+
+			if (niov + cnt > TCP_FLUSH_IOVS)
 				break;
-			memcpy(&iov[niov], wr->iov, wr->cnt * sizeof(*iov));
-			niov += wr->cnt;
+			memcpy(&iov[niov], wr->iov + wr->first,
+			       cnt * sizeof(*iov));
+			niov += cnt;
 			nwr++;
 		}
 		pthread_mutex_unlock(&c->sq_lock);
@@ -591,6 +659,8 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 	if (cnt)
 		memcpy(&wr->iov[1], iov, cnt * sizeof(*iov));
 	wr->cnt = cnt + 1;
+	wr->first = 0;
+	wr->is_hdrs = false;
 	wr->len = sizeof(wr->hdr) + len;
 	if (c->sq_tail)
 		c->sq_tail->next = wr;
@@ -732,11 +802,55 @@ static int tcp_rx_header(struct tcp_con *c)
 			return -EPROTO;
 		}
 		break;
+	case TCP_OP_HDRS:
+		/* Only between runs (a described header is never one). */
+		if (f->imm || f->rkey || f->raddr ||
+		    f->len % sizeof(struct tcp_frame) ||
+		    f->len < 2 * sizeof(struct tcp_frame) ||
+		    f->len > sizeof(c->run_wire)) {
+			ibtrs_log_rl(IBTRS_LOG_ERR,
+				     "tcp: bad header list of %u bytes",
+				     f->len);
+			return -EPROTO;
+		}
+		c->dst[0].iov_base = c->run_wire;
+		c->dst[0].iov_len = f->len;
+		c->dst_cnt = 1;
+		c->dst_idx = 0;
+		break;
 	default:
 		ibtrs_log_rl(IBTRS_LOG_ERR, "tcp: unknown frame op %u", f->op);
 		return -EPROTO;
 	}
 	c->remaining = f->len;
+	return 0;
+}
+
+/*
+ * A TCP_OP_HDRS payload arrived: the headers of the next frames, checked
+ * here as far as a header alone can be, so that a read may place their
+ * payloads before each one's turn comes (tcp_rx_read()).
+ */
+static int tcp_run_start(struct tcp_con *c)
+{
+	unsigned int i, n = c->cur.len / sizeof(struct tcp_frame);
+
+	for (i = 0; i < n; i++) {
+		struct tcp_frame *f = &c->run[i];
+
+		tcp_frame_decode(f, &c->run_wire[i]);
+		if ((f->op != TCP_OP_SEND && f->op != TCP_OP_WRITE &&
+		     f->op != TCP_OP_WRITE_IMM) ||
+		    f->flags || f->reserved || f->len > TCP_MAX_FRAME_LEN) {
+			ibtrs_log_rl(IBTRS_LOG_ERR,
+				     "tcp: bad described frame: op %u len %u",
+				     f->op, f->len);
+			return -EPROTO;
+		}
+		c->run_pre[i] = 0;
+	}
+	c->run_i = 0;
+	c->run_n = n;
 	return 0;
 }
 
@@ -792,7 +906,7 @@ static void tcp_advance_dst(struct tcp_con *c, size_t n)
 	}
 }
 
-/* Parse every complete frame in the staging buffer. */
+/* Parse every complete frame in the staging buffer and the run. */
 static int tcp_rx_parse(struct tcp_con *c)
 {
 	int ret;
@@ -801,25 +915,33 @@ static int tcp_rx_parse(struct tcp_con *c)
 		size_t avail = c->st_tail - c->st_head;
 
 		if (c->state == RX_HDR) {
-			struct tcp_frame f;
+			size_t pre = 0;
+			bool run = c->run_i < c->run_n;
 
-			if (avail < sizeof(f))
-				break;
-			memcpy(&f, c->stage + c->st_head, sizeof(f));
-			c->st_head += sizeof(f);
-			c->cur.op = f.op;
-			c->cur.flags = f.flags;
-			c->cur.reserved = le16toh(f.reserved);
-			c->cur.imm = le32toh(f.imm);
-			c->cur.len = le32toh(f.len);
-			c->cur.rkey = le32toh(f.rkey);
-			c->cur.raddr = le64toh(f.raddr);
+			if (run) {
+				c->cur = c->run[c->run_i];
+				pre = c->run_pre[c->run_i++];
+			} else {
+				if (avail < sizeof(struct tcp_frame))
+					break;
+				tcp_frame_decode(&c->cur,
+						 c->stage + c->st_head);
+				c->st_head += sizeof(struct tcp_frame);
+				avail -= sizeof(struct tcp_frame);
+			}
 			ret = tcp_rx_header(c);
 			if (ret)
 				return ret;
-			c->rx_large = c->cur.len >= TCP_DIRECT_MIN;
+			/* Read ahead straight into place (tcp_rx_read()). */
+			if (pre) {
+				tcp_advance_dst(c, pre);
+				c->remaining -= pre;
+			}
+			if (run)
+				c->rx_large = c->cur.len >= TCP_RUN_DIRECT_MIN;
+			else if (c->cur.op != TCP_OP_HDRS)
+				c->rx_large = c->cur.len >= TCP_DIRECT_MIN;
 			c->state = RX_PAYLOAD;
-			avail = c->st_tail - c->st_head;
 		}
 		if (c->remaining) {
 			size_t n = avail < c->remaining ? avail : c->remaining;
@@ -831,19 +953,62 @@ static int tcp_rx_parse(struct tcp_con *c)
 				break;
 		}
 		c->state = RX_HDR;
-		tcp_rx_complete(c);
+		if (c->cur.op == TCP_OP_HDRS) {
+			ret = tcp_run_start(c);
+			if (ret)
+				return ret;
+		} else {
+			tcp_rx_complete(c);
+		}
 	}
 	if (c->st_head == c->st_tail)
 		c->st_head = c->st_tail = 0;
 	return 0;
 }
 
-/* One read: straight into the destination when a large payload is due. */
+/*
+ * The destinations of the described payloads after the current one, in
+ * @iov (at most @max entries): the large ones, up to the first one that
+ * is small, goes to a posted receive or does not resolve (its turn will
+ * tell). Marks them in @ahead (run indices); returns the entries used.
+ */
+static unsigned int tcp_run_ahead(struct tcp_con *c, struct iovec *iov,
+				  unsigned int max, unsigned int *ahead,
+				  unsigned int *nahead)
+{
+	unsigned int k, n = 0;
+
+	*nahead = 0;
+	for (k = c->run_i; k < c->run_n && n < max; k++) {
+		const struct tcp_frame *f = &c->run[k];
+		int m;
+
+		if (!f->len) {
+			ahead[(*nahead)++] = k;
+			continue;
+		}
+		if (f->len < TCP_RUN_DIRECT_MIN || f->op == TCP_OP_SEND)
+			break;
+		m = swmr_resolve(c->pd, f->rkey, f->raddr, f->len, iov + n,
+				 max - n);
+		if (m < 0)
+			break;
+		n += (unsigned int)m;
+		ahead[(*nahead)++] = k;
+	}
+	return n;
+}
+
+/*
+ * One read: straight into the destination when a large payload is due,
+ * and into those of the large described payloads after it.
+ */
 static ssize_t tcp_rx_read(struct tcp_con *c)
 {
-	struct iovec iov[64];
-	unsigned int n = 0, i;
-	size_t want = 0;
+	struct iovec iov[TCP_READ_IOVS];
+	unsigned int ahead[TCP_MAX_HDRS];
+	unsigned int n = 0, i, nahead = 0;
+	size_t want = 0, left;
 	ssize_t r;
 
 	if (c->st_tail == TCP_STAGING && c->st_head) {
@@ -852,12 +1017,22 @@ static ssize_t tcp_rx_read(struct tcp_con *c)
 		c->st_tail -= c->st_head;
 		c->st_head = 0;
 	}
-	if (c->state == RX_PAYLOAD && c->remaining >= TCP_DIRECT_MIN &&
-	    c->st_head == c->st_tail) {
-		for (i = c->dst_idx; i < c->dst_cnt && n < 63; i++) {
-			iov[n++] = c->dst[i];
-			want += c->dst[i].iov_len;
+	if (c->st_head == c->st_tail) {
+		/* rx_large: the current payload is large (described ones
+		 * from TCP_RUN_DIRECT_MIN on). */
+		if (c->state == RX_PAYLOAD && c->remaining && c->rx_large) {
+			for (i = c->dst_idx;
+			     i < c->dst_cnt && n < TCP_READ_IOVS - 1; i++) {
+				iov[n++] = c->dst[i];
+				want += c->dst[i].iov_len;
+			}
 		}
+		/* The rest of the run, if nothing of the stream comes
+		 * before it. */
+		if ((c->state == RX_HDR || want == c->remaining) &&
+		    c->run_i < c->run_n)
+			n += tcp_run_ahead(c, iov + n, TCP_READ_IOVS - 1 - n,
+					   ahead, &nahead);
 	}
 	/*
 	 * Many small frames: read as much as there is. Large frames: stage
@@ -866,21 +1041,27 @@ static ssize_t tcp_rx_read(struct tcp_con *c)
 	 */
 	iov[n].iov_base = c->stage + c->st_tail;
 	iov[n].iov_len = TCP_STAGING - c->st_tail;
-	if (c->rx_large && iov[n].iov_len > TCP_LARGE_STAGE)
+	if ((c->rx_large || n) && iov[n].iov_len > TCP_LARGE_STAGE)
 		iov[n].iov_len = TCP_LARGE_STAGE;
 	n++;
 	r = readv(c->fd, iov, (int)n);
 	if (r <= 0)
 		return r;
+	left = (size_t)r;
 	if (want) {
-		size_t direct = (size_t)r < want ? (size_t)r : want;
+		size_t direct = left < want ? left : want;
 
 		tcp_advance_dst(c, direct);
 		c->remaining -= direct;
-		c->st_tail += (size_t)r - direct;
-	} else {
-		c->st_tail += (size_t)r;
+		left -= direct;
 	}
+	for (i = 0; i < nahead && left; i++) {
+		size_t len = c->run[ahead[i]].len;
+
+		c->run_pre[ahead[i]] = left < len ? left : len;
+		left -= c->run_pre[ahead[i]];
+	}
+	c->st_tail += left;
 	return r;
 }
 

@@ -5,11 +5,21 @@
  * A connection opens with a hello in each direction that carries the
  * 64-byte private data of connect and accept. After it, every operation is
  * one frame: a 24-byte header, then @len payload bytes.
+ *
+ * A sender that has several frames to send at once may put their headers
+ * first: a TCP_OP_HDRS frame whose payload is the headers of the next N
+ * frames (2 <= N <= TCP_MAX_HDRS), which then follow as their payloads
+ * only, back to back, in that order. Knowing where the next payloads go
+ * before they arrive, the receiver reads them straight into their
+ * destinations instead of staging and copying them. A described header
+ * is never TCP_OP_HDRS itself.
  */
 #ifndef IBTRS_TCP_PROTO_H
 #define IBTRS_TCP_PROTO_H
 
+#include <endian.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "xprt.h"
 
@@ -34,6 +44,7 @@ enum tcp_op {
 	TCP_OP_SEND = 1,      /* payload fills the next posted receive */
 	TCP_OP_WRITE = 2,     /* payload goes to (rkey, raddr) */
 	TCP_OP_WRITE_IMM = 3, /* as WRITE, then consumes a receive with imm */
+	TCP_OP_HDRS = 4,      /* headers of the next frames, see above */
 };
 
 /**
@@ -41,10 +52,11 @@ enum tcp_op {
  * @op: enum tcp_op
  * @flags: 0
  * @reserved: 0
- * @imm: immediate data (TCP_OP_WRITE_IMM)
- * @len: payload bytes that follow
- * @rkey: key of the target region (WRITE, WRITE_IMM with @len > 0)
- * @raddr: offset into the target region
+ * @imm: immediate data (TCP_OP_WRITE_IMM); 0 for TCP_OP_HDRS
+ * @len: payload bytes that follow; TCP_OP_HDRS: N * 24
+ * @rkey: key of the target region (WRITE, WRITE_IMM with @len > 0); 0 for
+ *        TCP_OP_HDRS
+ * @raddr: offset into the target region; 0 for TCP_OP_HDRS
  */
 struct tcp_frame {
 	uint8_t op;
@@ -59,5 +71,23 @@ _Static_assert(sizeof(struct tcp_frame) == 24, "tcp frame size");
 
 /* Largest payload of one frame. */
 #define TCP_MAX_FRAME_LEN (64u << 20)
+
+/* Most headers one TCP_OP_HDRS frame carries. */
+#define TCP_MAX_HDRS 64
+
+/* @wire, a header as it is on the stream, in host order into @f. */
+static inline void tcp_frame_decode(struct tcp_frame *f, const void *wire)
+{
+	struct tcp_frame w;
+
+	memcpy(&w, wire, sizeof(w));
+	f->op = w.op;
+	f->flags = w.flags;
+	f->reserved = le16toh(w.reserved);
+	f->imm = le32toh(w.imm);
+	f->len = le32toh(w.len);
+	f->rkey = le32toh(w.rkey);
+	f->raddr = le64toh(w.raddr);
+}
 
 #endif /* IBTRS_TCP_PROTO_H */
