@@ -31,7 +31,6 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -49,6 +48,7 @@
 #include "tcp/tcp_proto.h"
 #include "test.h"
 #include "xprt.h"
+#include "xsrv.h"
 
 #define NR_FRAMES 96
 #define PROBE_LOW 16 /* receives handled when nothing may have left */
@@ -77,22 +77,14 @@ static const struct ibtrs_xprt_con_attr con_attr = {
 
 /* The server; "loop thread" fields are touched by the server loop only. */
 static struct {
-	struct ibtrs_loop *loop;
-	struct ibtrs_xprt_pd *pd;
-	struct ibtrs_xprt_listener *listener;
+	struct xsrv x; /* loop, listener, connection, errors, receive buffers */
 	struct ibtrs_work park;
-	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
 
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	/* under lock */
-	struct ibtrs_xprt_con *con;
+	/* under x.lock */
 	int cli_fd; /* the raw client socket, probed by the handler */
-	bool accepted;
-	int accept_ret;
 	bool parked, go;
-	unsigned int recvs, sends, errs;
-	int err, bad_line;
+	unsigned int recvs, sends;
+	int bad_line;
 	bool low_readable;
 	bool probed, now_readable, readable;
 	int probe_bytes;
@@ -105,32 +97,12 @@ static struct {
 	bool lazy_done[2], lazy_on_loop[2];
 
 	/* loop thread */
-	char rbuf[NR_RECVS][RBUF_LEN];
 	uint64_t rsp[NR_FRAMES];
 	unsigned int handled;
 } srv;
 
-/* Wait on srv.cond, srv.lock held, until @pred or WAIT_MS passed. */
-#define SRV_WAIT(pred)                                                   \
-	do {                                                             \
-		struct timespec ts_ = t_deadline(WAIT_MS);               \
-		while (!(pred))                                          \
-			if (pthread_cond_timedwait(&srv.cond, &srv.lock, \
-						   &ts_))                \
-				break;                                   \
-	} while (0)
-
-/* Whether @fd has bytes to read (or an end of stream) within @ms. */
-static bool readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int n;
-
-	do {
-		n = poll(&p, 1, ms);
-	} while (n < 0 && errno == EINTR);
-	return n == 1 && (p.revents & POLLIN);
-}
+/* Wait on srv.x.cond, srv.x.lock held, until @pred or WAIT_MS passed. */
+#define SRV_WAIT(pred) XSRV_WAIT(&srv.x, pred, WAIT_MS)
 
 static int inq_bytes(int fd)
 {
@@ -178,11 +150,11 @@ static void peek_answers(int fd, unsigned int *answers, bool *in_order,
 /* Record the first unexpected thing the handler saw; loop thread. */
 static void srv_bad(int line)
 {
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	if (!srv.bad_line)
 		srv.bad_line = line;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 /* One receive: answer it, post the receive again, probe the client. */
@@ -202,7 +174,7 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		srv_bad(__LINE__);
 		return;
 	}
-	memcpy(&idx, srv.rbuf[slot], sizeof(idx));
+	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
 	if (le64toh(idx) != n) {
 		srv_bad(__LINE__);
 		return;
@@ -210,34 +182,34 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	srv.rsp[n] = htole64(n);
 	iov.iov_base = &srv.rsp[n];
 	iov.iov_len = RSP_LEN;
-	/* Not under srv.lock: the send may complete from inside the post. */
+	/* Not under srv.x.lock: the send may complete from inside the post. */
 	if (ops->post_send(con, &iov, 1, n, IBTRS_XPRT_SIGNALED) ||
-	    ops->post_recv(con, srv.rbuf[slot], RBUF_LEN, slot)) {
+	    ops->post_recv(con, srv.x.rbuf[slot], RBUF_LEN, slot)) {
 		srv_bad(__LINE__);
 		return;
 	}
 	srv.handled = ++n;
 
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	fd = srv.cli_fd;
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	if (n == PROBE_LOW)
-		low = readable(fd, 0);
+		low = xsrv_readable(fd, 0);
 	if (n == PROBE_AT) {
 		/*
 		 * A loopback sendmsg usually delivers before it returns; the
 		 * bounded wait covers a delivery deferred to softirq. Without
 		 * an early flush nothing can arrive while this handler runs.
 		 */
-		now = readable(fd, 0);
+		now = xsrv_readable(fd, 0);
 		t0 = t_now();
-		later = now || readable(fd, PROBE_WAIT_MS);
+		later = now || xsrv_readable(fd, PROBE_WAIT_MS);
 		waited = t_now() - t0;
 		bytes = inq_bytes(fd);
 		peek_answers(fd, &answers, &in_order, &runs);
 	}
 
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.recvs = n;
 	if (n == PROBE_LOW)
 		srv.low_readable = low;
@@ -251,8 +223,8 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		srv.probe_in_order = in_order;
 		srv.probe_runs = runs;
 	}
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
@@ -265,98 +237,35 @@ static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		srv_bad(__LINE__);
 		return;
 	}
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	if (wc->wr_id == LAZY_WR || wc->wr_id == LAZY_WR + 1) {
 		srv.lazy_done[wc->wr_id - LAZY_WR] = true;
 		srv.lazy_on_loop[wc->wr_id - LAZY_WR] =
-			ibtrs_loop_on_thread(srv.loop);
-		pthread_cond_broadcast(&srv.cond);
-		pthread_mutex_unlock(&srv.lock);
+			ibtrs_loop_on_thread(srv.x.loop);
+		pthread_cond_broadcast(&srv.x.cond);
+		pthread_mutex_unlock(&srv.x.lock);
 		return;
 	}
 	srv.sends++;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-}
-
-static void srv_err(struct ibtrs_xprt_con *con, int err)
-{
-	(void)con;
-	pthread_mutex_lock(&srv.lock);
-	srv.errs++;
-	srv.err = err;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-}
-
-static const struct ibtrs_xprt_handler srv_handler = {
-	.wc = srv_wc,
-	.err = srv_err,
-};
-
-static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
-			const struct ibtrs_connreq_info *info)
-{
-	struct ibtrs_xprt_con *con = NULL;
-	unsigned int i;
-	int ret;
-
-	(void)arg;
-	(void)info;
-	pthread_mutex_lock(&srv.lock);
-	ret = srv.accepted ? -EBUSY : 0; /* one connection only */
-	pthread_mutex_unlock(&srv.lock);
-	if (ret) {
-		ops->reject(req, srv.answer);
-		return;
-	}
-	ret = ops->accept(req, srv.pd, &con_attr, srv.answer, &con);
-	if (!ret) {
-		con->handler = &srv_handler;
-		con->ctx = NULL;
-		for (i = 0; !ret && i < NR_RECVS; i++)
-			ret = ops->post_recv(con, srv.rbuf[i], RBUF_LEN, i);
-	}
-	if (!ret)
-		ret = ops->start(con, srv.loop);
-	if (ret && con) {
-		ops->disconnect(con);
-		ops->destroy(con);
-		con = NULL;
-	}
-	pthread_mutex_lock(&srv.lock);
-	srv.con = con;
-	srv.accept_ret = ret;
-	srv.accepted = true;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 /* Hold the loop thread until the client's frames are all in. */
 static void srv_park(struct ibtrs_work *w)
 {
 	(void)w;
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.parked = true;
-	pthread_cond_broadcast(&srv.cond);
+	pthread_cond_broadcast(&srv.x.cond);
 	SRV_WAIT(srv.go);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 /* Nothing: ibtrs_loop_call() of it waits until the loop thread is idle. */
 static void loop_sync(void *arg)
 {
 	(void)arg;
-}
-
-static void do_disconnect(void *arg)
-{
-	ops->disconnect(arg);
-}
-
-static void do_listener_close(void *arg)
-{
-	ops->listener_close(arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -382,10 +291,8 @@ static void wait_acked(int fd)
 
 int main(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	static char batch[NR_FRAMES * (sizeof(struct tcp_frame) + REQ_LEN)];
-	struct tcp_hello hello = { .magic = TCP_HELLO_MAGIC };
+	struct tcp_hello hello;
 	struct sockaddr_storage bound;
 	struct tcp_frame f;
 	struct ibtrs_xprt_con *con;
@@ -393,53 +300,34 @@ int main(void)
 	unsigned int i;
 	uint64_t v;
 	char *p;
-	int fd, calls, ret;
+	int fd, calls;
 
 	signal(SIGPIPE, SIG_IGN);
 	t_watchdog(WATCHDOG_S);
 
-	ops = ibtrs_xprt_find("tcp");
-	if (!ops) {
-		fprintf(stderr, "tcp backend not found: skip\n");
+	if (xsrv_init(&srv.x, &con_attr, srv_wc, NR_RECVS, RBUF_LEN))
 		return T_SKIP;
-	}
-	pthread_mutex_init(&srv.lock, NULL);
-	t_cond_init(&srv.cond);
+	ops = srv.x.ops;
 	srv.cli_fd = -1;
 	srv.park.fn = srv_park;
 	for (i = 0; i < IBTRS_XPRT_PRIV_LEN; i++)
-		srv.answer[i] = (uint8_t)(0xa0 + i);
+		srv.x.answer[i] = (uint8_t)(0xa0 + i);
 
-	CHECK_EQ(ibtrs_loop_create(&srv.loop, "srv", NULL, NULL, 0), 0);
-	CHECK_EQ(ops->pd_alloc(&srv.pd, 4), 0);
-	ret = ops->listen(srv.loop, (struct sockaddr *)&sin, srv_connreq, NULL,
-			  &srv.listener);
-	if (ret) {
-		fprintf(stderr, "cannot listen on 127.0.0.1: %s: skip\n",
-			strerror(-ret));
-		ops->pd_free(srv.pd);
-		ibtrs_loop_destroy(srv.loop);
+	if (xsrv_listen(&srv.x, &bound)) {
+		xsrv_fini(&srv.x);
 		return T_SKIP;
 	}
-	CHECK_EQ(ops->listener_addr(srv.listener, &bound), 0);
 	CHECK(((struct sockaddr_in *)&bound)->sin_port != 0);
 
 	/* Connect: hello out, the server's accept answer back. */
 	fd = rt_connect((struct sockaddr *)&bound, sizeof(struct sockaddr_in),
 			WAIT_MS);
-	memset(hello.priv, 0x5c, sizeof(hello.priv));
-	CHECK_EQ(rt_send_all(fd, &hello, sizeof(hello), WAIT_MS, NULL), 0);
-	CHECK_EQ(rt_recv_all(fd, &hello, sizeof(hello), WAIT_MS), 0);
-	CHECK(!memcmp(hello.magic, TCP_HELLO_MAGIC, 4));
-	CHECK_EQ(le32toh(hello.status), TCP_HELLO_ACCEPT);
-	CHECK(!memcmp(hello.priv, srv.answer, sizeof(hello.priv)));
-	pthread_mutex_lock(&srv.lock);
-	SRV_WAIT(srv.accepted);
-	CHECK(srv.accepted);
-	CHECK_EQ(srv.accept_ret, 0);
-	con = srv.con;
+	xsrv_hello(fd, &hello, WAIT_MS);
+	CHECK(!memcmp(hello.priv, srv.x.answer, sizeof(hello.priv)));
+	con = xsrv_accepted(&srv.x, WAIT_MS);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.cli_fd = fd;
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 
 	/* The 96 requests, each a SEND of 16 bytes: its index, then 0x77s. */
 	p = batch;
@@ -461,24 +349,25 @@ int main(void)
 	 * Park the server loop, write the batch, wait until the server's
 	 * kernel has it all, let the loop go: it reads the batch at once.
 	 */
-	ibtrs_loop_queue(srv.loop, &srv.park);
-	pthread_mutex_lock(&srv.lock);
+	ibtrs_loop_queue(srv.x.loop, &srv.park);
+	pthread_mutex_lock(&srv.x.lock);
 	SRV_WAIT(srv.parked);
 	CHECK(srv.parked);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	CHECK_EQ(rt_send_all(fd, batch, sizeof(batch), WAIT_MS, &calls), 0);
 	wait_acked(fd);
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.go = true;
-	pthread_cond_broadcast(&srv.cond);
+	pthread_cond_broadcast(&srv.x.cond);
 	SRV_WAIT((srv.recvs == NR_FRAMES && srv.sends == NR_FRAMES) ||
-		 srv.errs || srv.bad_line);
-	if (srv.bad_line || srv.errs || srv.recvs != NR_FRAMES ||
+		 srv.x.errs || srv.bad_line);
+	if (srv.bad_line || srv.x.errs || srv.recvs != NR_FRAMES ||
 	    srv.sends != NR_FRAMES) {
 		fprintf(stderr,
 			"server: %u receives, %u sends completed, %u errors "
 			"(%d), unexpected completion at line %d\n",
-			srv.recvs, srv.sends, srv.errs, srv.err, srv.bad_line);
+			srv.recvs, srv.sends, srv.x.errs, srv.x.err,
+			srv.bad_line);
 		exit(1);
 	}
 	CHECK(srv.probed);
@@ -505,7 +394,7 @@ int main(void)
 	CHECK(srv.probe_in_order);
 	printf("early flush: responses readable after %d of %d frames\n",
 	       PROBE_AT, NR_FRAMES);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 
 	/* Every answer, in order. */
 	for (i = 0; i < NR_FRAMES; i++) {
@@ -515,7 +404,7 @@ int main(void)
 		memcpy(&v, payload, sizeof(v));
 		CHECK_EQ(le64toh(v), i);
 	}
-	CHECK(!readable(fd, 0));
+	CHECK(!xsrv_readable(fd, 0));
 	CHECK_EQ(rt_frames_pending(fd), 0);
 	printf("answers: %lu in %lu TCP_OP_HDRS runs, %lu with their own "
 	       "header\n",
@@ -535,7 +424,7 @@ int main(void)
 		 * the last answer (a busy machine preempts it there): the
 		 * frame would then wait for that flush to send it.
 		 */
-		ibtrs_loop_call(srv.loop, loop_sync, NULL);
+		ibtrs_loop_call(srv.x.loop, loop_sync, NULL);
 		v = htole64(LAZY_WR + i);
 		iov.iov_base = &v;
 		iov.iov_len = sizeof(v);
@@ -543,36 +432,31 @@ int main(void)
 					IBTRS_XPRT_SIGNALED |
 						(i ? IBTRS_XPRT_LAZY : 0)),
 			 0);
-		pthread_mutex_lock(&srv.lock);
+		pthread_mutex_lock(&srv.x.lock);
 		SRV_WAIT(srv.lazy_done[i]);
 		CHECK(srv.lazy_done[i]);
-		pthread_mutex_unlock(&srv.lock);
+		pthread_mutex_unlock(&srv.x.lock);
 		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
 		CHECK_EQ(f.op, TCP_OP_SEND);
 		CHECK_EQ(f.len, sizeof(v));
 		memcpy(&v, payload, sizeof(v));
 		CHECK_EQ(le64toh(v), LAZY_WR + i);
 	}
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	printf("plain send sent by %s, lazy send by %s\n",
 	       srv.lazy_on_loop[0] ? "the loop thread" : "the posting thread",
 	       srv.lazy_on_loop[1] ? "the loop thread" : "the posting thread");
 	CHECK(!srv.lazy_on_loop[0]);
 	CHECK(srv.lazy_on_loop[1]);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 
-	ibtrs_loop_call(srv.loop, do_disconnect, con);
-	ops->destroy(con);
-	ibtrs_loop_call(srv.loop, do_listener_close, srv.listener);
-	pthread_mutex_lock(&srv.lock);
-	CHECK_EQ(srv.errs, 0);
+	xsrv_close(&srv.x);
+	pthread_mutex_lock(&srv.x.lock);
+	CHECK_EQ(srv.x.errs, 0);
 	CHECK_EQ(srv.bad_line, 0);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	close(fd);
-	ops->pd_free(srv.pd);
-	ibtrs_loop_destroy(srv.loop);
-	pthread_cond_destroy(&srv.cond);
-	pthread_mutex_destroy(&srv.lock);
+	xsrv_fini(&srv.x);
 	printf("tcp_batch: ok\n");
 	return 0;
 }

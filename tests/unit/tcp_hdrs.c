@@ -40,7 +40,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -59,6 +58,7 @@
 #include "tcp/tcp_proto.h"
 #include "test.h"
 #include "xprt.h"
+#include "xsrv.h"
 
 #define WAIT_MS 5000
 #define WATCHDOG_S 60
@@ -121,23 +121,13 @@ static const unsigned int burst_len[] = { 1, 2, 12, 100, 96 };
 static unsigned char pattern[PATTERN_LEN + MAX_SEND];
 
 static struct {
-	struct ibtrs_loop *loop;
-	struct ibtrs_xprt_pd *pd;
-	struct ibtrs_xprt_listener *listener;
+	struct xsrv x; /* loop, listener, connection, errors, receive buffers */
 	struct ibtrs_xprt_mr *mr[2];
 	unsigned char *mr1;		 /* MR1_LEN + MR1_GUARD */
 	unsigned char *piece[NR_PIECES]; /* PIECE_GUARD each side */
 	size_t piece_len[NR_PIECES];
-	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
 
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	/* under lock */
-	struct ibtrs_xprt_con *con;
-	bool accepted;
-	int accept_ret;
-	unsigned int errs;
-	int err;
+	/* under x.lock */
 	char bad[256]; /* the first unexpected thing the handler saw */
 	struct rec log[LOG_MAX];
 	unsigned int nlog;
@@ -145,21 +135,13 @@ static struct {
 	unsigned int bursts_done; /* bursts posted */
 
 	/* loop thread */
-	unsigned char *rbuf[NR_RECVS];
 	uint64_t next_wr; /* wr_id of the receive due next */
 } srv;
 
 static unsigned char rbuf_clean[RBUF_LEN];
 
-/* Wait on srv.cond, srv.lock held, until @pred or @ms passed. */
-#define SRV_WAIT(pred, ms)                                               \
-	do {                                                             \
-		struct timespec ts_ = t_deadline(ms);                    \
-		while (!(pred))                                          \
-			if (pthread_cond_timedwait(&srv.cond, &srv.lock, \
-						   &ts_))                \
-				break;                                   \
-	} while (0)
+/* Wait on srv.x.cond, srv.x.lock held, until @pred or @ms passed. */
+#define SRV_WAIT(pred, ms) XSRV_WAIT(&srv.x, pred, ms)
 
 static void srv_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -168,14 +150,14 @@ static void srv_bad(const char *fmt, ...)
 {
 	va_list ap;
 
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	if (!srv.bad[0]) {
 		va_start(ap, fmt);
 		vsnprintf(srv.bad, sizeof(srv.bad), fmt, ap);
 		va_end(ap);
 	}
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 /*
@@ -252,16 +234,16 @@ static void srv_burst(struct ibtrs_xprt_con *con, unsigned int kind)
 			return;
 		}
 	}
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.bursts_done++;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 {
 	unsigned int slot = (unsigned int)(wc->wr_id % NR_RECVS);
-	unsigned char *b = srv.rbuf[slot];
+	unsigned char *b = srv.x.rbuf[slot];
 	struct rec r = {
 		.opcode = wc->opcode,
 		.wr_id = wc->wr_id,
@@ -296,12 +278,12 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		srv_burst(con, wc->imm & ~CMD_IMM);
 		return;
 	}
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	if (srv.nlog < LOG_MAX)
 		srv.log[srv.nlog] = r;
 	srv.nlog++;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
@@ -315,73 +297,10 @@ static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 			(unsigned long long)wc->wr_id, wc->status);
 		return;
 	}
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.sends++;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-}
-
-static void srv_err(struct ibtrs_xprt_con *con, int err)
-{
-	(void)con;
-	pthread_mutex_lock(&srv.lock);
-	srv.errs++;
-	srv.err = err;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-}
-
-static const struct ibtrs_xprt_handler srv_handler = {
-	.wc = srv_wc,
-	.err = srv_err,
-};
-
-static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
-			const struct ibtrs_connreq_info *info)
-{
-	struct ibtrs_xprt_con *con = NULL;
-	unsigned int i;
-	int ret;
-
-	(void)arg;
-	(void)info;
-	pthread_mutex_lock(&srv.lock);
-	ret = srv.accepted ? -EBUSY : 0; /* one connection only */
-	pthread_mutex_unlock(&srv.lock);
-	if (ret) {
-		ops->reject(req, srv.answer);
-		return;
-	}
-	ret = ops->accept(req, srv.pd, &con_attr, srv.answer, &con);
-	if (!ret) {
-		con->handler = &srv_handler;
-		con->ctx = NULL;
-		for (i = 0; !ret && i < NR_RECVS; i++)
-			ret = ops->post_recv(con, srv.rbuf[i], RBUF_LEN, i);
-	}
-	if (!ret)
-		ret = ops->start(con, srv.loop);
-	if (ret && con) {
-		ops->disconnect(con);
-		ops->destroy(con);
-		con = NULL;
-	}
-	pthread_mutex_lock(&srv.lock);
-	srv.con = con;
-	srv.accept_ret = ret;
-	srv.accepted = true;
-	pthread_cond_broadcast(&srv.cond);
-	pthread_mutex_unlock(&srv.lock);
-}
-
-static void do_disconnect(void *arg)
-{
-	ops->disconnect(arg);
-}
-
-static void do_listener_close(void *arg)
-{
-	ops->listener_close(arg);
+	pthread_cond_broadcast(&srv.x.cond);
+	pthread_mutex_unlock(&srv.x.lock);
 }
 
 /* The two regions, filled with background bytes, and their models. */
@@ -429,8 +348,8 @@ static void regions_init(void)
 		total += l;
 	}
 	CHECK_EQ(total, MR2_LEN);
-	CHECK_EQ(ops->mr_alloc(srv.pd, 1, &srv.mr[0]), 0);
-	CHECK_EQ(ops->mr_alloc(srv.pd, NR_PIECES, &srv.mr[1]), 0);
+	CHECK_EQ(ops->mr_alloc(srv.x.pd, 1, &srv.mr[0]), 0);
+	CHECK_EQ(ops->mr_alloc(srv.x.pd, NR_PIECES, &srv.mr[1]), 0);
 	iov1.iov_base = srv.mr1;
 	iov1.iov_len = MR1_LEN;
 	CHECK_EQ(ops->mr_map(srv.mr[0], &iov1, 1), 0);
@@ -794,12 +713,12 @@ static void send_phase(int fd, const struct phase *ph)
 			pace(30);
 	}
 	if (ret) {
-		pthread_mutex_lock(&srv.lock);
+		pthread_mutex_lock(&srv.x.lock);
 		fprintf(stderr,
 			"phase %s: sending failed after byte %zu of %zu: %s; server: "
 			"%u errors (%d), %s\n",
-			ph->name, pos, slen, strerror(-ret), srv.errs, srv.err,
-			srv.bad);
+			ph->name, pos, slen, strerror(-ret), srv.x.errs,
+			srv.x.err, srv.bad);
 		exit(1);
 	}
 }
@@ -900,39 +819,28 @@ static void run_phase(int fd, const struct phase *ph)
 	double t0 = t_now();
 
 	build_phase(ph);
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	srv.nlog = 0;
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	send_phase(fd, ph);
-	pthread_mutex_lock(&srv.lock);
-	SRV_WAIT(srv.nlog >= nexp || srv.errs || srv.bad[0], WAIT_MS);
-	if (srv.errs || srv.bad[0] || srv.nlog < nexp) {
+	pthread_mutex_lock(&srv.x.lock);
+	SRV_WAIT(srv.nlog >= nexp || srv.x.errs || srv.bad[0], WAIT_MS);
+	if (srv.x.errs || srv.bad[0] || srv.nlog < nexp) {
 		fprintf(stderr,
 			"phase %s: %u of %u receive completions, then: %u errors (%d: %s)%s%s\n",
-			ph->name, srv.nlog, nexp, srv.errs, srv.err,
-			srv.errs ? strerror(-srv.err) : "-",
+			ph->name, srv.nlog, nexp, srv.x.errs, srv.x.err,
+			srv.x.errs ? strerror(-srv.x.err) : "-",
 			srv.bad[0] ? ", " : "", srv.bad);
 		exit(1);
 	}
 	check_phase(ph);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	printf("phase %s: %u frames, %zu bytes, %u completions: ok (%.3f s)\n",
 	       ph->name, nxf, slen, nexp, t_now() - t0);
 }
 
 /* ------------------------------------------------------------------ */
 /* the raw client: bursts from the server                               */
-
-static bool readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int n;
-
-	do {
-		n = poll(&p, 1, ms);
-	} while (n < 0 && errno == EINTR);
-	return n == 1 && (p.revents & POLLIN);
-}
 
 static void run_burst(int fd, unsigned int kind)
 {
@@ -946,20 +854,20 @@ static void run_burst(int fd, unsigned int kind)
 	size_t pat, total = 0;
 	int queued;
 
-	pthread_mutex_lock(&srv.lock);
+	pthread_mutex_lock(&srv.x.lock);
 	done0 = srv.bursts_done;
 	sends0 = srv.sends;
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	rt_frame_encode(w, &cmd);
 	CHECK_EQ(rt_send_all(fd, w, sizeof(w), WAIT_MS, NULL), 0);
-	pthread_mutex_lock(&srv.lock);
-	SRV_WAIT(srv.bursts_done > done0 || srv.errs || srv.bad[0], WAIT_MS);
+	pthread_mutex_lock(&srv.x.lock);
+	SRV_WAIT(srv.bursts_done > done0 || srv.x.errs || srv.bad[0], WAIT_MS);
 	if (srv.bursts_done == done0) {
 		fprintf(stderr, "burst of %s: never posted: %u errors, %s\n",
-			burst_names[kind], srv.errs, srv.bad);
+			burst_names[kind], srv.x.errs, srv.bad);
 		exit(1);
 	}
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	/*
 	 * Let the large burst fill the socket: most of it must still be on
 	 * the server's side, its sends to resume partly done.
@@ -996,15 +904,15 @@ static void run_burst(int fd, unsigned int kind)
 		}
 	}
 	CHECK_EQ(rt_frames_pending(fd), 0);
-	pthread_mutex_lock(&srv.lock);
-	SRV_WAIT(srv.sends >= sends0 + burst_len[kind] || srv.errs ||
+	pthread_mutex_lock(&srv.x.lock);
+	SRV_WAIT(srv.sends >= sends0 + burst_len[kind] || srv.x.errs ||
 			 srv.bad[0],
 		 WAIT_MS);
 	CHECK_EQ(srv.sends, sends0 + burst_len[kind]);
-	CHECK_EQ(srv.errs, 0);
+	CHECK_EQ(srv.x.errs, 0);
 	CHECK(!srv.bad[0]);
-	pthread_mutex_unlock(&srv.lock);
-	CHECK(!readable(fd, 0));
+	pthread_mutex_unlock(&srv.x.lock);
+	CHECK(!xsrv_readable(fd, 0));
 	printf("burst of %s: received in order, %lu TCP_OP_HDRS runs, %lu "
 	       "frames described\n",
 	       burst_names[kind], rt_hdrs_runs(fd) - runs0,
@@ -1072,7 +980,7 @@ static void selftest(void)
 	CHECK_EQ(rt_frames_pending(fd), 0);
 	CHECK_EQ(rt_hdrs_runs(fd), 2);
 	CHECK_EQ(rt_hdrs_described(fd), 5);
-	CHECK(!readable(fd, 0));
+	CHECK(!xsrv_readable(fd, 0));
 	/* The same image parsed in memory, whole and cut short. */
 	CHECK_EQ(rt_parse_frames(img, (size_t)(p - img), f, off, 8, &used), 6);
 	CHECK_EQ(used, (size_t)(p - img));
@@ -1102,14 +1010,11 @@ static void selftest(void)
 
 int main(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct tcp_hello hello = { .magic = TCP_HELLO_MAGIC };
+	struct tcp_hello hello;
 	struct sockaddr_storage bound;
-	struct ibtrs_xprt_con *con;
 	unsigned int i;
 	double t0;
-	int fd, ret, rcvbuf = 128 << 10;
+	int fd, rcvbuf = 128 << 10;
 
 	signal(SIGPIPE, SIG_IGN);
 	t_watchdog(WATCHDOG_S);
@@ -1117,76 +1022,45 @@ int main(void)
 	t0 = t_now();
 	selftest();
 
-	ops = ibtrs_xprt_find("tcp");
-	if (!ops) {
-		fprintf(stderr, "tcp backend not found: skip\n");
+	if (xsrv_init(&srv.x, &con_attr, srv_wc, NR_RECVS, RBUF_LEN))
 		return T_SKIP;
-	}
-	pthread_mutex_init(&srv.lock, NULL);
-	t_cond_init(&srv.cond);
+	ops = srv.x.ops;
 	for (i = 0; i < IBTRS_XPRT_PRIV_LEN; i++)
-		srv.answer[i] = (uint8_t)(0x30 + i);
+		srv.x.answer[i] = (uint8_t)(0x30 + i);
 	memset(rbuf_clean, RBUF_FILL, sizeof(rbuf_clean));
-	for (i = 0; i < NR_RECVS; i++) {
-		srv.rbuf[i] = malloc(RBUF_LEN);
-		CHECK(srv.rbuf[i]);
-		memset(srv.rbuf[i], RBUF_FILL, RBUF_LEN);
-	}
+	for (i = 0; i < NR_RECVS; i++)
+		memset(srv.x.rbuf[i], RBUF_FILL, RBUF_LEN);
 	t_fill(pattern, sizeof(pattern), 0xfeed);
 
-	CHECK_EQ(ibtrs_loop_create(&srv.loop, "srv", NULL, NULL, 0), 0);
-	CHECK_EQ(ops->pd_alloc(&srv.pd, 4), 0);
 	regions_init();
-	ret = ops->listen(srv.loop, (struct sockaddr *)&sin, srv_connreq, NULL,
-			  &srv.listener);
-	if (ret) {
-		fprintf(stderr, "cannot listen on 127.0.0.1: %s: skip\n",
-			strerror(-ret));
+	if (xsrv_listen(&srv.x, &bound)) {
 		regions_free();
-		ops->pd_free(srv.pd);
-		ibtrs_loop_destroy(srv.loop);
+		xsrv_fini(&srv.x);
 		return T_SKIP;
 	}
-	CHECK_EQ(ops->listener_addr(srv.listener, &bound), 0);
 
 	fd = rt_connect((struct sockaddr *)&bound, sizeof(struct sockaddr_in),
 			WAIT_MS);
 	/* A small window, so that the large burst fills the socket. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	memset(hello.priv, 0x5c, sizeof(hello.priv));
-	CHECK_EQ(rt_send_all(fd, &hello, sizeof(hello), WAIT_MS, NULL), 0);
-	CHECK_EQ(rt_recv_all(fd, &hello, sizeof(hello), WAIT_MS), 0);
-	CHECK(!memcmp(hello.magic, TCP_HELLO_MAGIC, 4));
-	CHECK_EQ(le32toh(hello.status), TCP_HELLO_ACCEPT);
-	pthread_mutex_lock(&srv.lock);
-	SRV_WAIT(srv.accepted, WAIT_MS);
-	CHECK(srv.accepted);
-	CHECK_EQ(srv.accept_ret, 0);
-	con = srv.con;
-	pthread_mutex_unlock(&srv.lock);
+	xsrv_hello(fd, &hello, WAIT_MS);
+	xsrv_accepted(&srv.x, WAIT_MS);
 
 	for (i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
 		run_phase(fd, &phases[i]);
-	CHECK(!readable(fd, 0));
+	CHECK(!xsrv_readable(fd, 0));
 
 	for (i = 0; i < NR_BURSTS; i++)
 		run_burst(fd, i);
 
-	ibtrs_loop_call(srv.loop, do_disconnect, con);
-	ops->destroy(con);
-	ibtrs_loop_call(srv.loop, do_listener_close, srv.listener);
-	pthread_mutex_lock(&srv.lock);
-	CHECK_EQ(srv.errs, 0);
+	xsrv_close(&srv.x);
+	pthread_mutex_lock(&srv.x.lock);
+	CHECK_EQ(srv.x.errs, 0);
 	CHECK(!srv.bad[0]);
-	pthread_mutex_unlock(&srv.lock);
+	pthread_mutex_unlock(&srv.x.lock);
 	close(fd);
 	regions_free();
-	ops->pd_free(srv.pd);
-	ibtrs_loop_destroy(srv.loop);
-	for (i = 0; i < NR_RECVS; i++)
-		free(srv.rbuf[i]);
-	pthread_cond_destroy(&srv.cond);
-	pthread_mutex_destroy(&srv.lock);
+	xsrv_fini(&srv.x);
 	printf("tcp_hdrs: ok (%.2f s)\n", t_now() - t0);
 	return 0;
 }
