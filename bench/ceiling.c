@@ -12,7 +12,11 @@
  * and the client copies the payload into the request's buffer. Both sides
  * gather every queued frame into one sendmsg() and read up to 256 KiB at a
  * time, so this is the frame layout and batching of the ibtrs tcp backend
- * without its tags, paths, work requests, heartbeats or statistics.
+ * without its tags, paths, work requests, heartbeats or statistics. One
+ * difference: the receiver here stages every payload and copies it out,
+ * where the backend reads payloads of 1 KiB and more that a TCP_OP_HDRS
+ * frame announced straight into place; a loop doing that too would move
+ * somewhat more than this one.
  *
  * It prints one JSON line: requests per second and CPU time per request of
  * each side (getrusage). bench/compare shows ibtrs as a fraction of it.
