@@ -218,7 +218,8 @@ static int tcp_set_nonblock(int fd)
  */
 static int tcp_wr_grow(struct tcp_con *c)
 {
-	unsigned int i, max = c->attr.max_send_wr;
+	/* The caller's work requests, and one TCP_OP_HDRS frame. */
+	unsigned int i, max = c->attr.max_send_wr + 1;
 	char *slab;
 
 	if (c->nr_slabs == TCP_MAX_SLABS ||
