@@ -76,7 +76,6 @@ struct tcp_wr {
 	unsigned int cnt;   /* iovecs, header included */
 	unsigned int first; /* first iovec sent: 1 once described */
 	size_t len;	    /* bytes it puts on the stream */
-	bool is_hdrs;	    /* the TCP_OP_HDRS frame of the next ones */
 	enum ibtrs_wc_opcode opcode;
 	struct tcp_frame hdr;
 	struct iovec iov[]; /* [0] is the header */
@@ -132,10 +131,9 @@ struct tcp_con {
 	bool failed; /* err() delivered or disconnected */
 	/* a TCP_OP_HDRS run: headers run[run_i, run_n) still to come, and
 	 * how much of each payload a read put straight into place */
-	struct tcp_frame run[TCP_MAX_HDRS]; /* host order */
+	struct tcp_frame run[TCP_MAX_HDRS]; /* the payload, then host order */
 	size_t run_pre[TCP_MAX_HDRS];
 	unsigned int run_i, run_n;
-	struct tcp_frame run_wire[TCP_MAX_HDRS]; /* TCP_OP_HDRS payload */
 };
 
 struct tcp_pending;
@@ -498,7 +496,6 @@ static void tcp_describe(struct tcp_con *c)
 	h->cnt = 2;
 	h->first = 0;
 	h->len = sizeof(h->hdr) + h->iov[1].iov_len;
-	h->is_hdrs = true;
 	h->flags = 0;
 	h->wr_id = 0;
 	h->opcode = IBTRS_WC_SEND;
@@ -536,7 +533,8 @@ static void tcp_flush(struct tcp_con *c)
 		 * the rest of a partly sent first one, then whole ones; the
 		 * headers of two or more first, if none are described yet. */
 		wr = c->sq_head;
-		if (!skip && !wr->first && !wr->is_hdrs && wr->next)
+		if (!skip && !wr->first && wr->hdr.op != TCP_OP_HDRS &&
+		    wr->next)
 			tcp_describe(c);
 		wr = c->sq_head;
 		if (skip) {
@@ -661,7 +659,6 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 		memcpy(&wr->iov[1], iov, cnt * sizeof(*iov));
 	wr->cnt = cnt + 1;
 	wr->first = 0;
-	wr->is_hdrs = false;
 	wr->len = sizeof(wr->hdr) + len;
 	if (c->sq_tail)
 		c->sq_tail->next = wr;
@@ -808,13 +805,13 @@ static int tcp_rx_header(struct tcp_con *c)
 		if (f->imm || f->rkey || f->raddr ||
 		    f->len % sizeof(struct tcp_frame) ||
 		    f->len < 2 * sizeof(struct tcp_frame) ||
-		    f->len > sizeof(c->run_wire)) {
+		    f->len > sizeof(c->run)) {
 			ibtrs_log_rl(IBTRS_LOG_ERR,
 				     "tcp: bad header list of %u bytes",
 				     f->len);
 			return -EPROTO;
 		}
-		c->dst[0].iov_base = c->run_wire;
+		c->dst[0].iov_base = c->run;
 		c->dst[0].iov_len = f->len;
 		c->dst_cnt = 1;
 		c->dst_idx = 0;
@@ -839,7 +836,7 @@ static int tcp_run_start(struct tcp_con *c)
 	for (i = 0; i < n; i++) {
 		struct tcp_frame *f = &c->run[i];
 
-		tcp_frame_decode(f, &c->run_wire[i]);
+		tcp_frame_decode(f, f); /* in place */
 		if ((f->op != TCP_OP_SEND && f->op != TCP_OP_WRITE &&
 		     f->op != TCP_OP_WRITE_IMM) ||
 		    f->flags || f->reserved || f->len > TCP_MAX_FRAME_LEN) {

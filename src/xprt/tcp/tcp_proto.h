@@ -75,7 +75,8 @@ _Static_assert(sizeof(struct tcp_frame) == 24, "tcp frame size");
 /* Most headers one TCP_OP_HDRS frame carries. */
 #define TCP_MAX_HDRS 64
 
-/* @wire, a header as it is on the stream, in host order into @f. */
+/* @wire, a header as it is on the stream, in host order into @f (may be
+ * @wire itself). */
 static inline void tcp_frame_decode(struct tcp_frame *f, const void *wire)
 {
 	struct tcp_frame w;
