@@ -581,12 +581,9 @@ static void sess_free(struct ibtrs_clt *sess)
 			sess->ops->mr_free(sess->reqs[i].mr);
 	if (sess->reqs_mr)
 		sess->ops->mr_free(sess->reqs_mr);
-	while (sess->mems) {
-		struct ibtrs_mem *m = sess->mems;
-
-		sess->mems = m->next;
-		sess->ops->mr_free(m->mr);
-		free(m);
+	for (i = 0; i < atomic_load(&sess->nr_mems); i++) {
+		sess->ops->mr_free(sess->mems[i]->mr);
+		free(sess->mems[i]);
 	}
 	if (sess->pd)
 		sess->ops->pd_free(sess->pd);
@@ -1084,8 +1081,6 @@ struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
 		errno = -ret;
 		return NULL;
 	}
-	m->addr = addr;
-	m->len = len;
 	pthread_mutex_lock(&sess->mem_lock);
 	n = atomic_load(&sess->nr_mems);
 	if (n >= IBTRS_MAX_MEM_REGS) {
@@ -1096,8 +1091,7 @@ struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
 		errno = ENOSPC;
 		return NULL;
 	}
-	m->next = sess->mems;
-	sess->mems = m;
+	sess->mems[n] = m;
 	mem_write_begin(sess);
 	mem_ent_set(&sess->mem_tab[n], (uintptr_t)addr, len, m->mr->addr,
 		    m->mr->key);
@@ -1107,21 +1101,27 @@ struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
 	return m;
 }
 
-/* Take @mem out of the lookup table: the last entry fills its place. */
-static void mem_tab_remove(struct ibtrs_clt *sess, const struct ibtrs_mem *mem)
+void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem)
 {
-	unsigned int i, n = atomic_load(&sess->nr_mems);
-	const struct clt_mem_ent *last = &sess->mem_tab[n - 1];
+	const struct clt_mem_ent *last;
+	unsigned int i, n;
 
-	for (i = 0; i < n; i++)
-		if (atomic_load_explicit(&sess->mem_tab[i].addr,
-					 memory_order_relaxed) ==
-			    (uintptr_t)mem->addr &&
-		    atomic_load_explicit(&sess->mem_tab[i].key,
-					 memory_order_relaxed) == mem->mr->key)
-			break;
-	if (i == n)
+	if (!sess || !mem)
 		return;
+	pthread_mutex_lock(&sess->mem_lock);
+	n = atomic_load(&sess->nr_mems);
+	for (i = 0; i < n && sess->mems[i] != mem; i++)
+		;
+	if (i == n) {
+		pthread_mutex_unlock(&sess->mem_lock);
+		ibtrs_log_rl(IBTRS_LOG_ERR,
+			     "session %s: deregistration of unknown memory",
+			     sess->sessname);
+		return;
+	}
+	/* The last entry fills its place. */
+	last = &sess->mem_tab[n - 1];
+	sess->mems[i] = sess->mems[n - 1];
 	mem_write_begin(sess);
 	mem_ent_set(&sess->mem_tab[i],
 		    atomic_load_explicit(&last->addr, memory_order_relaxed),
@@ -1130,32 +1130,7 @@ static void mem_tab_remove(struct ibtrs_clt *sess, const struct ibtrs_mem *mem)
 		    atomic_load_explicit(&last->key, memory_order_relaxed));
 	atomic_store(&sess->nr_mems, n - 1);
 	mem_write_end(sess);
-}
-
-void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem)
-{
-	struct ibtrs_mem **pp;
-	bool found = false;
-
-	if (!sess || !mem)
-		return;
-	pthread_mutex_lock(&sess->mem_lock);
-	for (pp = &sess->mems; *pp; pp = &(*pp)->next) {
-		if (*pp == mem) {
-			*pp = mem->next;
-			found = true;
-			break;
-		}
-	}
-	if (found)
-		mem_tab_remove(sess, mem);
 	pthread_mutex_unlock(&sess->mem_lock);
-	if (!found) {
-		ibtrs_log_rl(IBTRS_LOG_ERR,
-			     "session %s: deregistration of unknown memory",
-			     sess->sessname);
-		return;
-	}
 	sess->ops->mr_unmap(mem->mr);
 	sess->ops->mr_free(mem->mr);
 	free(mem);

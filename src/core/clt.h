@@ -149,10 +149,7 @@ struct clt_path {
 
 /* A region registered with ibtrs_clt_mem_reg(). */
 struct ibtrs_mem {
-	struct ibtrs_mem *next;
 	struct ibtrs_xprt_mr *mr;
-	char *addr;
-	size_t len;
 };
 
 /*
@@ -235,12 +232,13 @@ struct ibtrs_clt {
 
 	struct ctl_node ctl;
 	/*
-	 * Registered memory: the list of handles under mem_lock, and their
-	 * lookup table, mem_tab[0, nr_mems), a seqlock for the requests:
-	 * mem_seq is odd while a (de)registration changes the table.
+	 * Registered memory, [0, nr_mems): the handles (mems, under
+	 * mem_lock) and the lookup table of the same regions (mem_tab, a
+	 * seqlock for the requests: mem_seq is odd while a (de)registration
+	 * changes it), entry i of one for entry i of the other.
 	 */
 	pthread_mutex_t mem_lock;
-	struct ibtrs_mem *mems;
+	struct ibtrs_mem *mems[IBTRS_MAX_MEM_REGS];
 	_Atomic unsigned int nr_mems;
 	_Atomic unsigned int mem_seq;
 	struct clt_mem_ent mem_tab[IBTRS_MAX_MEM_REGS];
