@@ -87,39 +87,35 @@ static inline void rt_frames_reset(int fd)
 	pthread_mutex_unlock(rt_frames_lock());
 }
 
+/* A copy of the state of @fd, taken under the lock. */
+static inline struct rt_frames rt_frames_get(int fd)
+{
+	struct rt_frames r;
+
+	pthread_mutex_lock(rt_frames_lock());
+	r = *rt_frames_of(fd);
+	pthread_mutex_unlock(rt_frames_lock());
+	return r;
+}
+
 /* Described frames of the current run not returned yet. */
 static inline unsigned int rt_frames_pending(int fd)
 {
-	struct rt_frames *r;
-	unsigned int n;
+	struct rt_frames r = rt_frames_get(fd);
 
-	pthread_mutex_lock(rt_frames_lock());
-	r = rt_frames_of(fd);
-	n = r->n - r->next;
-	pthread_mutex_unlock(rt_frames_lock());
-	return n;
+	return r.n - r.next;
 }
 
 /* TCP_OP_HDRS frames received on @fd so far. */
 static inline unsigned long rt_hdrs_runs(int fd)
 {
-	unsigned long n;
-
-	pthread_mutex_lock(rt_frames_lock());
-	n = rt_frames_of(fd)->runs;
-	pthread_mutex_unlock(rt_frames_lock());
-	return n;
+	return rt_frames_get(fd).runs;
 }
 
 /* Frames received on @fd as part of a run so far (heartbeats included). */
 static inline unsigned long rt_hdrs_described(int fd)
 {
-	unsigned long n;
-
-	pthread_mutex_lock(rt_frames_lock());
-	n = rt_frames_of(fd)->described;
-	pthread_mutex_unlock(rt_frames_lock());
-	return n;
+	return rt_frames_get(fd).described;
 }
 
 /* A connected, non-blocking socket to @addr (TCP_NODELAY), or fail. */
