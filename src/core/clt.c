@@ -518,16 +518,16 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	req->dir = dir;
 	req->con_type = tag->con_type;
 	req->data_len = (uint32_t)len;
-	/* Submitted from a completion: the loop's time of this batch, like
-	 * the end of the request; from another thread: the clock. */
-	req->start_ns = ibtrs_loop_now_ns(sess->loop);
-	req->deadline_ns = 0;
-	req->gen++; /* a new request; every post of it carries this */
-
 	/* Only the loop thread takes a path out of CONNECTED (path_change()):
 	 * a completion callback submitting on it needs no lock to keep the
 	 * path as it found it. */
 	on_loop = ibtrs_loop_on_thread(sess->loop);
+	/* Submitted from a completion: the loop's time of this batch, like
+	 * the end of the request; from another thread: the clock. */
+	req->start_ns = on_loop ? ibtrs_loop_batch_ns(sess->loop)
+				: ibtrs_now_ns();
+	req->deadline_ns = 0;
+	req->gen++; /* a new request; every post of it carries this */
 	n = atomic_load(&sess->path_cnt);
 	for (try = 0; try < n; try++) {
 		int idx = clt_select_path(sess, NULL);

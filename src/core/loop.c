@@ -329,9 +329,15 @@ bool ibtrs_loop_on_thread(const struct ibtrs_loop *loop)
 	return pthread_equal(pthread_self(), loop->thread);
 }
 
+uint64_t ibtrs_loop_batch_ns(const struct ibtrs_loop *loop)
+{
+	return loop->now_ns;
+}
+
 uint64_t ibtrs_loop_now_ns(const struct ibtrs_loop *loop)
 {
-	return ibtrs_loop_on_thread(loop) ? loop->now_ns : ibtrs_now_ns();
+	return ibtrs_loop_on_thread(loop) ? ibtrs_loop_batch_ns(loop)
+					  : ibtrs_now_ns();
 }
 
 struct loop_call {

@@ -87,6 +87,9 @@ uint64_t ibtrs_real_now_ns(void);
  */
 uint64_t ibtrs_loop_now_ns(const struct ibtrs_loop *loop);
 
+/* The same for a caller known to run on the loop thread: no check. */
+uint64_t ibtrs_loop_batch_ns(const struct ibtrs_loop *loop);
+
 /*
  * Tests only: make ibtrs_now_ns() return @clock_fn() (NULL: the real
  * clock again), so that heartbeat timeouts, RTTs and deadlines follow a
