@@ -1348,6 +1348,7 @@ static void ofi_flush_errors(struct ofi_con *c)
 static void ofi_tx_progress(struct ofi_con *c)
 {
 	struct fi_cq_data_entry ent[OFI_CQ_BATCH];
+	struct ibtrs_wc wcs[OFI_CQ_BATCH];
 	bool kick = false;
 
 	pthread_mutex_lock(&c->sq_lock);
@@ -1360,7 +1361,7 @@ static void ofi_tx_progress(struct ofi_con *c)
 	pthread_mutex_unlock(&c->sq_lock);
 
 	for (;;) {
-		ssize_t n = fi_cq_read(c->txcq, ent, OFI_CQ_BATCH), i;
+		ssize_t n = fi_cq_read(c->txcq, ent, OFI_CQ_BATCH), i, nwc = 0;
 		int err = 0;
 
 		if (n == -FI_EAGAIN) {
@@ -1372,19 +1373,21 @@ static void ofi_tx_progress(struct ofi_con *c)
 			err = ofi_errno(n);
 			n = 0;
 		}
-		for (i = 0; i < n; i++) {
-			struct ofi_wr *wr = ent[i].op_context;
-			struct ibtrs_wc wc = { .wr_id = wr->wr_id };
-
-			if (!(wr->flags & IBTRS_XPRT_SIGNALED))
-				continue;
-			wc.opcode = wr->write ? IBTRS_WC_WRITE : IBTRS_WC_SEND;
-			c->base.handler->wc(&c->base, &wc);
-		}
+		/*
+		 * The work requests go back before their completions are
+		 * reported: a completion may let a request complete, and its
+		 * caller post again at once, on this thread or another.
+		 */
 		pthread_mutex_lock(&c->sq_lock);
 		for (i = 0; i < n; i++) {
 			struct ofi_wr *wr = ent[i].op_context;
 
+			if (wr->flags & IBTRS_XPRT_SIGNALED)
+				wcs[nwc++] = (struct ibtrs_wc){
+					.wr_id = wr->wr_id,
+					.opcode = wr->write ? IBTRS_WC_WRITE
+							    : IBTRS_WC_SEND,
+				};
 			wr->busy = false;
 			wr->next = c->wr_free;
 			c->wr_free = wr;
@@ -1396,6 +1399,8 @@ static void ofi_tx_progress(struct ofi_con *c)
 		if (c->tx_err)
 			kick = true;
 		pthread_mutex_unlock(&c->sq_lock);
+		for (i = 0; i < nwc; i++)
+			c->base.handler->wc(&c->base, &wcs[i]);
 		if (err || n < OFI_CQ_BATCH)
 			break;
 	}
