@@ -406,28 +406,6 @@ close_fd:
 /* ------------------------------------------------------------------ */
 /* send side                                                            */
 
-/* Give the finished work requests back; report the signalled ones. */
-static void tcp_complete_sends(struct tcp_con *c, struct tcp_wr **done,
-			       unsigned int n)
-{
-	struct ibtrs_wc wc = { 0 };
-	unsigned int i;
-
-	for (i = 0; i < n; i++) {
-		if (!(done[i]->flags & IBTRS_XPRT_SIGNALED))
-			continue;
-		wc.wr_id = done[i]->wr_id;
-		wc.opcode = done[i]->opcode;
-		c->base.handler->wc(&c->base, &wc);
-	}
-	pthread_mutex_lock(&c->sq_lock);
-	for (i = 0; i < n; i++) {
-		done[i]->next = c->wr_free;
-		c->wr_free = done[i];
-	}
-	pthread_mutex_unlock(&c->sq_lock);
-}
-
 /*
  * Complete every queued work request of a dead connection with
  * -ECANCELED, as verbs flushes a QP in error. Nobody is flushing.
@@ -512,7 +490,7 @@ static void tcp_describe(struct tcp_con *c)
 static void tcp_flush(struct tcp_con *c)
 {
 	struct iovec iov[TCP_FLUSH_IOVS];
-	struct tcp_wr *done[TCP_FLUSH_WRS];
+	struct ibtrs_wc wcs[TCP_FLUSH_WRS];
 
 	pthread_mutex_lock(&c->sq_lock);
 	if (c->flushing || c->blocked || c->dead) {
@@ -525,7 +503,7 @@ static void tcp_flush(struct tcp_con *c)
 	while (c->sq_head && !c->dead) {
 		struct msghdr msg = { .msg_iov = iov };
 		size_t skip = c->head_off, sent;
-		unsigned int niov = 0, nwr = 0, i;
+		unsigned int niov = 0, nwr = 0, nwc = 0, i;
 		struct tcp_wr *wr;
 		ssize_t n;
 
@@ -583,24 +561,35 @@ static void tcp_flush(struct tcp_con *c)
 			}
 			break;
 		}
-		/* Retire the frames that left completely. */
+		/*
+		 * Retire the frames that left completely. Their work requests
+		 * go back before their completions are reported: a completion
+		 * may let a request complete, and its caller post again at
+		 * once, on this thread or another.
+		 */
 		sent = (size_t)n + c->head_off;
 		nwr = 0;
-		while ((wr = c->sq_head)) {
+		while ((wr = c->sq_head) && nwr < TCP_FLUSH_WRS) {
 			if (sent < wr->len)
 				break;
 			sent -= wr->len;
 			c->sq_head = wr->next;
 			if (!c->sq_head)
 				c->sq_tail = NULL;
-			done[nwr++] = wr;
-			if (nwr == TCP_FLUSH_WRS)
-				break;
+			if (wr->flags & IBTRS_XPRT_SIGNALED)
+				wcs[nwc++] = (struct ibtrs_wc){
+					.wr_id = wr->wr_id,
+					.opcode = wr->opcode,
+				};
+			wr->next = c->wr_free;
+			c->wr_free = wr;
+			nwr++;
 		}
 		c->head_off = sent;
-		if (nwr) {
+		if (nwc) {
 			pthread_mutex_unlock(&c->sq_lock);
-			tcp_complete_sends(c, done, nwr);
+			for (i = 0; i < nwc; i++)
+				c->base.handler->wc(&c->base, &wcs[i]);
 			pthread_mutex_lock(&c->sq_lock);
 		}
 	}
