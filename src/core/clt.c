@@ -309,44 +309,6 @@ static struct clt_con *pick_con(struct clt_path *path,
 	return &path->cons[1 + (unsigned int)cpu % (path->con_num - 1)];
 }
 
-/* Begin reading the memory table; see mem_read_retry(). */
-static unsigned int mem_read_begin(struct ibtrs_clt *sess)
-{
-	unsigned int seq;
-
-	while ((seq = atomic_load_explicit(&sess->mem_seq,
-					   memory_order_acquire)) &
-	       1)
-		sched_yield(); /* a (de)registration is under way */
-	return seq;
-}
-
-/* Whether the table changed since mem_read_begin() returned @seq. */
-static bool mem_read_retry(struct ibtrs_clt *sess, unsigned int seq)
-{
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&sess->mem_seq, memory_order_relaxed) !=
-	       seq;
-}
-
-/* Open and close the table's write side; mem_lock held. */
-static void mem_write_begin(struct ibtrs_clt *sess)
-{
-	atomic_store_explicit(
-		&sess->mem_seq,
-		atomic_load_explicit(&sess->mem_seq, memory_order_relaxed) + 1,
-		memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-}
-
-static void mem_write_end(struct ibtrs_clt *sess)
-{
-	atomic_store_explicit(
-		&sess->mem_seq,
-		atomic_load_explicit(&sess->mem_seq, memory_order_relaxed) + 1,
-		memory_order_release);
-}
-
 /* Fill entry @to of the table; write side open. */
 static void mem_ent_set(struct clt_mem_ent *to, uintptr_t addr, size_t len,
 			uint64_t raddr, uint32_t key)
@@ -374,7 +336,7 @@ static bool mem_desc(struct ibtrs_clt *sess, struct clt_req *req,
 	    !atomic_load_explicit(&sess->nr_mems, memory_order_relaxed))
 		return false;
 	do {
-		seq = mem_read_begin(sess);
+		seq = ibtrs_seq_read_begin(&sess->mem_seq);
 		n = atomic_load_explicit(&sess->nr_mems, memory_order_relaxed);
 		found = false;
 		for (i = 0; i < n && i < IBTRS_MAX_MEM_REGS; i++) {
@@ -396,7 +358,7 @@ static bool mem_desc(struct ibtrs_clt *sess, struct clt_req *req,
 				break;
 			}
 		}
-	} while (mem_read_retry(sess, seq));
+	} while (ibtrs_seq_read_retry(&sess->mem_seq, seq));
 	return found;
 }
 
@@ -1092,11 +1054,11 @@ struct ibtrs_mem *ibtrs_clt_mem_reg(struct ibtrs_clt *sess, void *addr,
 		return NULL;
 	}
 	sess->mems[n] = m;
-	mem_write_begin(sess);
+	ibtrs_seq_write_begin(&sess->mem_seq);
 	mem_ent_set(&sess->mem_tab[n], (uintptr_t)addr, len, m->mr->addr,
 		    m->mr->key);
 	atomic_store(&sess->nr_mems, n + 1);
-	mem_write_end(sess);
+	ibtrs_seq_write_end(&sess->mem_seq);
 	pthread_mutex_unlock(&sess->mem_lock);
 	return m;
 }
@@ -1122,14 +1084,14 @@ void ibtrs_clt_mem_dereg(struct ibtrs_clt *sess, struct ibtrs_mem *mem)
 	/* The last entry fills its place. */
 	last = &sess->mem_tab[n - 1];
 	sess->mems[i] = sess->mems[n - 1];
-	mem_write_begin(sess);
+	ibtrs_seq_write_begin(&sess->mem_seq);
 	mem_ent_set(&sess->mem_tab[i],
 		    atomic_load_explicit(&last->addr, memory_order_relaxed),
 		    atomic_load_explicit(&last->len, memory_order_relaxed),
 		    atomic_load_explicit(&last->raddr, memory_order_relaxed),
 		    atomic_load_explicit(&last->key, memory_order_relaxed));
 	atomic_store(&sess->nr_mems, n - 1);
-	mem_write_end(sess);
+	ibtrs_seq_write_end(&sess->mem_seq);
 	pthread_mutex_unlock(&sess->mem_lock);
 	sess->ops->mr_unmap(mem->mr);
 	sess->ops->mr_free(mem->mr);

@@ -24,6 +24,7 @@
 #include "ctl.h"
 #include "loop.h"
 #include "path.h"
+#include "seqcount.h"
 #include "tags.h"
 #include "xprt.h"
 
@@ -233,14 +234,14 @@ struct ibtrs_clt {
 	struct ctl_node ctl;
 	/*
 	 * Registered memory, [0, nr_mems): the handles (mems, under
-	 * mem_lock) and the lookup table of the same regions (mem_tab, a
-	 * seqlock for the requests: mem_seq is odd while a (de)registration
-	 * changes it), entry i of one for entry i of the other.
+	 * mem_lock) and the lookup table of the same regions (mem_tab,
+	 * which the requests read under the sequence count mem_seq, see
+	 * seqcount.h), entry i of one for entry i of the other.
 	 */
 	pthread_mutex_t mem_lock;
 	struct ibtrs_mem *mems[IBTRS_MAX_MEM_REGS];
 	_Atomic unsigned int nr_mems;
-	_Atomic unsigned int mem_seq;
+	ibtrs_seqcount_t mem_seq;
 	struct clt_mem_ent mem_tab[IBTRS_MAX_MEM_REGS];
 	pthread_mutex_t ev_lock;
 	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];

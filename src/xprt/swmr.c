@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "seqcount.h"
 #include "swmr.h"
 
 struct swmr;
@@ -26,11 +27,17 @@ struct swmr {
 	struct ibtrs_xprt_mr base;
 	struct swmr_pd *pd;
 	unsigned int idx;
+	/*
+	 * Map and unmap change what follows under @lock and @seq; a peer's
+	 * access reads it under @seq alone, with relaxed atomic loads, and
+	 * reads it again if a map or unmap ran meanwhile.
+	 */
 	pthread_spinlock_t lock;
-	uint16_t gen;	  /* under @lock */
-	bool mapped;	  /* under @lock */
-	unsigned int cnt; /* under @lock */
-	size_t len;	  /* under @lock */
+	ibtrs_seqcount_t seq;
+	uint16_t gen; /* under @lock only */
+	bool mapped;
+	unsigned int cnt;
+	size_t len;
 	unsigned int max_sge;
 	struct iovec iov[];
 };
@@ -119,15 +126,22 @@ int swmr_mr_map(struct ibtrs_xprt_mr *xmr, const struct iovec *iov,
 		len += iov[i].iov_len;
 	}
 	pthread_spin_lock(&mr->lock);
-	if (cnt)
-		memcpy(mr->iov, iov, cnt * sizeof(*iov));
-	mr->cnt = cnt;
-	mr->len = len;
+	ibtrs_seq_write_begin(&mr->seq);
+	for (i = 0; i < cnt; i++) {
+		__atomic_store_n(&mr->iov[i].iov_base, iov[i].iov_base,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&mr->iov[i].iov_len, iov[i].iov_len,
+				 __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&mr->cnt, cnt, __ATOMIC_RELAXED);
+	__atomic_store_n(&mr->len, len, __ATOMIC_RELAXED);
 	if (++mr->gen == 0)
 		mr->gen = 1;
-	mr->mapped = true;
-	mr->base.key = ((uint32_t)mr->gen << 16) | mr->idx;
+	__atomic_store_n(&mr->mapped, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&mr->base.key, ((uint32_t)mr->gen << 16) | mr->idx,
+			 __ATOMIC_RELAXED);
 	mr->base.addr = 0; /* the peer addresses offsets from the start */
+	ibtrs_seq_write_end(&mr->seq);
 	pthread_spin_unlock(&mr->lock);
 	return 0;
 }
@@ -137,7 +151,9 @@ void swmr_mr_unmap(struct ibtrs_xprt_mr *xmr)
 	struct swmr *mr = to_swmr(xmr);
 
 	pthread_spin_lock(&mr->lock);
-	mr->mapped = false;
+	ibtrs_seq_write_begin(&mr->seq);
+	__atomic_store_n(&mr->mapped, false, __ATOMIC_RELAXED);
+	ibtrs_seq_write_end(&mr->seq);
 	pthread_spin_unlock(&mr->lock);
 }
 
@@ -155,44 +171,63 @@ void swmr_mr_free(struct ibtrs_xprt_mr *xmr)
 	free(mr);
 }
 
-int swmr_resolve(struct ibtrs_xprt_pd *xpd, uint32_t rkey, uint64_t raddr,
-		 size_t len, struct iovec *dst, unsigned int max)
+/* swmr_resolve() on one snapshot of @mr, read under its sequence count. */
+static int swmr_resolve_one(struct swmr *mr, uint32_t rkey, uint64_t raddr,
+			    size_t len, struct iovec *dst, unsigned int max)
 {
-	struct swmr_pd *pd = (struct swmr_pd *)xpd;
-	unsigned int idx = rkey & 0xffff, i, n = 0;
-	struct swmr *mr;
-	int ret = -EPROTO;
+	size_t mr_len = __atomic_load_n(&mr->len, __ATOMIC_RELAXED);
+	unsigned int i, n = 0,
+			cnt = __atomic_load_n(&mr->cnt, __ATOMIC_RELAXED);
 
-	if (!pd || idx >= pd->max_mrs)
+	if (!__atomic_load_n(&mr->mapped, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&mr->base.key, __ATOMIC_RELAXED) != rkey ||
+	    raddr > mr_len || len > mr_len - raddr || cnt > mr->max_sge)
 		return -EPROTO;
-	mr = atomic_load(&pd->mrs[idx]);
-	if (!mr)
-		return -EPROTO;
-	pthread_spin_lock(&mr->lock);
-	if (!mr->mapped || mr->base.key != rkey || raddr > mr->len ||
-	    len > mr->len - raddr)
-		goto out;
-	for (i = 0; i < mr->cnt && len; i++) {
-		size_t l = mr->iov[i].iov_len;
+	for (i = 0; i < cnt && len; i++) {
+		size_t l =
+			__atomic_load_n(&mr->iov[i].iov_len, __ATOMIC_RELAXED);
 
 		if (raddr >= l) {
 			raddr -= l;
 			continue;
 		}
 		if (n == max)
-			goto out;
+			return -EPROTO;
 		l -= raddr;
 		if (l > len)
 			l = len;
-		dst[n].iov_base = (char *)mr->iov[i].iov_base + raddr;
+		dst[n].iov_base = (char *)__atomic_load_n(&mr->iov[i].iov_base,
+							  __ATOMIC_RELAXED) +
+				  raddr;
 		dst[n].iov_len = l;
 		n++;
 		len -= l;
 		raddr = 0;
 	}
-	ret = (int)n;
-out:
-	pthread_spin_unlock(&mr->lock);
+	return (int)n;
+}
+
+/*
+ * No lock: accesses come with every frame, maps and unmaps with requests
+ * at most. A snapshot torn by a map or unmap is read again.
+ */
+int swmr_resolve(struct ibtrs_xprt_pd *xpd, uint32_t rkey, uint64_t raddr,
+		 size_t len, struct iovec *dst, unsigned int max)
+{
+	struct swmr_pd *pd = (struct swmr_pd *)xpd;
+	unsigned int idx = rkey & 0xffff, seq;
+	struct swmr *mr;
+	int ret;
+
+	if (!pd || idx >= pd->max_mrs)
+		return -EPROTO;
+	mr = atomic_load(&pd->mrs[idx]);
+	if (!mr)
+		return -EPROTO;
+	do {
+		seq = ibtrs_seq_read_begin(&mr->seq);
+		ret = swmr_resolve_one(mr, rkey, raddr, len, dst, max);
+	} while (ibtrs_seq_read_retry(&mr->seq, seq));
 	return ret;
 }
 
