@@ -68,6 +68,16 @@ struct bench_thread;
  *       number of the last completed WRITE of the block (0: never written)
  * @start_ns: submission time
  * @dir: IBTRS_READ or IBTRS_WRITE
+ * @idx: index of the slot in its thread
+ * @nblks: blocks the slot owns: idx, idx + qd, idx + 2 qd, ... of the
+ *         thread's range
+ * @wseq: last sequence number the slot wrote
+ * @rng: random state
+ *
+ * A slot owns its blocks, so no two requests in flight share a block and
+ * choosing the next one needs nothing from the other slots: a completion
+ * reuses its slot without a lock. Whoever holds the slot (the submitter
+ * thread, or the loop thread from the completion on) uses its state.
  */
 struct bench_req {
 	struct bench_thread *t;
@@ -78,13 +88,17 @@ struct bench_req {
 	uint64_t seq;
 	uint64_t start_ns;
 	int dir;
+	unsigned int idx;
+	uint64_t nblks;
+	uint64_t wseq;
+	uint64_t rng;
 };
 
 /**
  * struct bench_thread - a submitter thread and the blocks it owns
  * @b: the benchmark
  * @thread: the thread
- * @lock: protects @free, @inflight, @busy, @seq, @rng, @hist and @ihist
+ * @lock: protects @free, @inflight and @waiting
  * @cond: signalled when a request completes
  * @reqs: @qd request slots
  * @free: free request slots
@@ -92,13 +106,11 @@ struct bench_req {
  * @inflight: requests in flight now
  * @first_blk: first block of the thread's range
  * @nblks: number of blocks of the range
- * @busy: per block, whether a request is in flight
  * @blk_seq: per block, sequence number of the last completed WRITE, 0 for
  *           none, BLK_UNKNOWN after a failed WRITE (--verify only)
- * @seq: last sequence number used
- * @rng: random state
- * @hist: latency of successful requests in nanoseconds
- * @ihist: the same, since the last progress tick
+ * @hist: latency of successful requests in nanoseconds (loop thread only;
+ *        others read it with hist_read())
+ * @tick_prev: @hist as of the last progress tick (the main thread's)
  * @submitted: requests submitted by the thread, whose confirmation is due
  *             (atomic)
  * @cb_submits: requests submitted from a completion callback (written by
@@ -128,12 +140,9 @@ struct bench_thread {
 	bool waiting; /* the submitter sleeps on @cond for free slots */
 	uint64_t first_blk;
 	uint64_t nblks;
-	uint8_t *busy;
 	uint64_t *blk_seq;
-	uint64_t seq;
-	uint64_t rng;
 	struct hist hist;
-	struct hist ihist;
+	struct hist tick_prev;
 	uint64_t submitted;
 	uint64_t cb_submits;
 	uint64_t confs;
@@ -412,17 +421,6 @@ static void bench_count(uint64_t *c)
 			 __ATOMIC_RELAXED);
 }
 
-/* The request of @req ended: its latency (0: none) and its block; lock held. */
-static void bench_req_ended(struct bench_thread *t, struct bench_req *req,
-			    uint64_t lat_ns)
-{
-	if (lat_ns) {
-		hist_add(&t->hist, lat_ns);
-		hist_add(&t->ihist, lat_ns);
-	}
-	t->busy[req->blk] = 0;
-}
-
 /**
  * bench_req_done() - give a request slot and its block back
  * @t: the thread
@@ -432,8 +430,9 @@ static void bench_req_ended(struct bench_thread *t, struct bench_req *req,
 static void bench_req_done(struct bench_thread *t, struct bench_req *req,
 			   uint64_t lat_ns)
 {
+	if (lat_ns)
+		hist_add(&t->hist, lat_ns);
 	pthread_mutex_lock(&t->lock);
-	bench_req_ended(t, req, lat_ns);
 	req->next = t->free;
 	t->free = req;
 	t->inflight--;
@@ -551,31 +550,26 @@ static void bench_conf(void *priv, int err)
 
 /**
  * bench_pick() - choose the next request of a slot
- * @t: the thread, its lock held
- * @req: the slot
+ * @t: the thread
+ * @req: the slot, held by the caller
  *
- * Picks a free block and marks it busy, and sets the direction and the
- * sequence number. Under the lock: the worker and the completion callbacks
- * both pick.
+ * Picks one of the slot's blocks at random, and sets the direction and the
+ * sequence number.
  */
 static void bench_pick(struct bench_thread *t, struct bench_req *req)
 {
 	uint64_t blk;
 
-	/* qd <= nblks: a free block exists. */
-	blk = rng_next(&t->rng) % t->nblks;
-	while (t->busy[blk])
-		blk = blk + 1 == t->nblks ? 0 : blk + 1;
-	t->busy[blk] = 1;
+	blk = req->idx + (rng_next(&req->rng) % req->nblks) * t->qd;
 	req->blk = blk;
 	if (t->b->cfg->rw == BENCH_READ)
 		req->dir = IBTRS_READ;
 	else if (t->b->cfg->rw == BENCH_WRITE)
 		req->dir = IBTRS_WRITE;
 	else
-		req->dir = rng_next(&t->rng) & 1 ? IBTRS_WRITE : IBTRS_READ;
+		req->dir = rng_next(&req->rng) & 1 ? IBTRS_WRITE : IBTRS_READ;
 	if (req->dir == IBTRS_WRITE)
-		req->seq = ++t->seq;
+		req->seq = ++req->wseq;
 	else
 		req->seq = t->blk_seq ? t->blk_seq[blk] : 0;
 }
@@ -604,8 +598,8 @@ static struct bench_req *bench_take_slot(struct bench_thread *t)
 	req = t->free;
 	t->free = req->next;
 	t->inflight++;
-	bench_pick(t, req);
 	pthread_mutex_unlock(&t->lock);
+	bench_pick(t, req);
 	return req;
 }
 
@@ -707,8 +701,9 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
  * @lat_ns: the latency of that request
  * @now: the time it completed, the start of the next one
  *
- * Accounts for the completed request and picks the next one in one go. A
- * slot for which no tag is free goes back; the submitter thread retries it.
+ * Accounts for the completed request and picks the next one, with no
+ * lock: the slot is the caller's. A slot for which no tag is free goes
+ * back; the submitter thread retries it.
  */
 static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 			   uint64_t lat_ns, uint64_t now)
@@ -719,10 +714,8 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 		bench_req_done(t, req, lat_ns);
 		return;
 	}
-	pthread_mutex_lock(&t->lock);
-	bench_req_ended(t, req, lat_ns);
+	hist_add(&t->hist, lat_ns);
 	bench_pick(t, req);
-	pthread_mutex_unlock(&t->lock);
 	tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON, IBTRS_TAG_NOWAIT);
 	if (!tag) {
 		bench_req_done(t, req, 0);
@@ -869,23 +862,23 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 {
 	pthread_condattr_t ca;
 	unsigned int i;
+	uint64_t rng;
 
 	t->b = b;
 	t->qd = qd;
 	t->first_blk = idx * blks_per_thread;
 	t->nblks = blks_per_thread;
-	t->rng = mix64(tool_now_ns() ^ ((uint64_t)getpid() << 20) ^ idx) | 1;
+	rng = mix64(tool_now_ns() ^ ((uint64_t)getpid() << 20) ^ idx) | 1;
 	hist_init(&t->hist);
-	hist_init(&t->ihist);
+	hist_init(&t->tick_prev);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&t->cond, &ca);
 	pthread_condattr_destroy(&ca);
 
-	t->busy = calloc(t->nblks, 1);
 	t->reqs = calloc(qd, sizeof(*t->reqs));
-	if (!t->busy || !t->reqs)
+	if (!t->reqs)
 		return -ENOMEM;
 	if (b->cfg->verify) {
 		t->blk_seq = calloc(t->nblks, sizeof(*t->blk_seq));
@@ -908,6 +901,10 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 
 		req->buf = (unsigned char *)t->bufs + (size_t)i * b->cfg->bs;
 		req->t = t;
+		req->idx = i;
+		/* qd <= nblks: every slot owns at least one block. */
+		req->nblks = (t->nblks - i + qd - 1) / qd;
+		req->rng = mix64(rng + i) | 1;
 		req->next = t->free;
 		t->free = req;
 	}
@@ -924,7 +921,6 @@ static void bench_thread_free(struct bench_thread *t)
 		return;
 	free(t->bufs);
 	free(t->reqs);
-	free(t->busy);
 	free(t->blk_seq);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
@@ -1145,7 +1141,7 @@ static void bench_tick_paths(struct bench *b, struct bench_tick *tick,
 /**
  * bench_tick_p99() - 99th percentile latency since the last tick
  * @b: the benchmark
- * @h: scratch histogram
+ * @h: two scratch histograms
  *
  * Return: the latency in microseconds, 0 when nothing completed.
  */
@@ -1153,16 +1149,16 @@ static double bench_tick_p99(struct bench *b, struct hist *h)
 {
 	unsigned int i;
 
-	hist_init(h);
+	hist_init(&h[0]);
 	for (i = 0; i < b->nthreads; i++) {
 		struct bench_thread *t = &b->threads[i];
 
-		pthread_mutex_lock(&t->lock);
-		hist_merge(h, &t->ihist);
-		hist_init(&t->ihist);
-		pthread_mutex_unlock(&t->lock);
+		hist_read(&h[1], &t->hist);
+		hist_merge(&h[0], &h[1]);
+		hist_sub(&h[0], &t->tick_prev);
+		t->tick_prev = h[1];
 	}
-	return h->count ? hist_percentile(h, 99) / 1000 : 0;
+	return h[0].count ? hist_percentile(&h[0], 99) / 1000 : 0;
 }
 
 /**
@@ -1271,7 +1267,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	ret = TOOL_EXIT_FAIL;
 	b.nthreads = cfg->threads;
 	b.threads = calloc(b.nthreads, sizeof(*b.threads));
-	tick_hist = malloc(sizeof(*tick_hist));
+	tick_hist = malloc(2 * sizeof(*tick_hist));
 	if (!b.threads || !tick_hist) {
 		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
 		goto out_close;
@@ -1463,9 +1459,11 @@ static void bench_progress(void *arg, const struct bench_tick *tick)
 
 	if (prog->json) {
 		/* One write per line, not to interleave with warnings. */
-		n = (size_t)snprintf(line, sizeof(line),
-				     "{\"t\":%.3f,\"iops\":%.1f,\"paths\":[",
-				     tick->elapsed, tick->iops);
+		n = (size_t)snprintf(
+			line, sizeof(line),
+			"{\"t\":%.3f,\"iops\":%.1f,\"p99_us\":%.1f,"
+			"\"paths\":[",
+			tick->elapsed, tick->iops, tick->p99_us);
 		for (i = 0; i < tick->path_cnt && n < sizeof(line); i++)
 			n += (size_t)snprintf(
 				line + n, sizeof(line) - n, "%s%llu",

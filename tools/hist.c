@@ -60,16 +60,62 @@ void hist_init(struct hist *h)
  * hist_add() - record a value
  * @h: the histogram
  * @v: the value
+ *
+ * One thread may add while another reads with hist_read(): the fields are
+ * written with relaxed atomic stores, each of which the reader sees whole.
  */
 void hist_add(struct hist *h, uint64_t v)
 {
-	h->buckets[hist_index(v)]++;
-	h->count++;
-	h->sum += (double)v;
+	unsigned int i = hist_index(v);
+	double sum = h->sum + (double)v;
+
+	__atomic_store_n(&h->buckets[i], h->buckets[i] + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->count, h->count + 1, __ATOMIC_RELAXED);
+	__atomic_store(&h->sum, &sum, __ATOMIC_RELAXED);
 	if (v < h->min)
-		h->min = v;
+		__atomic_store_n(&h->min, v, __ATOMIC_RELAXED);
 	if (v > h->max)
-		h->max = v;
+		__atomic_store_n(&h->max, v, __ATOMIC_RELAXED);
+}
+
+/**
+ * hist_read() - copy a histogram that another thread adds to
+ * @dst: the copy
+ * @src: the histogram, which only one thread adds to
+ *
+ * The copy may miss the values added while it is taken, or count one in
+ * a field and not yet in another; each field is read whole.
+ */
+void hist_read(struct hist *dst, const struct hist *src)
+{
+	unsigned int i;
+
+	for (i = 0; i < HIST_BUCKETS; i++)
+		dst->buckets[i] =
+			__atomic_load_n(&src->buckets[i], __ATOMIC_RELAXED);
+	dst->count = __atomic_load_n(&src->count, __ATOMIC_RELAXED);
+	__atomic_load(&src->sum, &dst->sum, __ATOMIC_RELAXED);
+	dst->min = __atomic_load_n(&src->min, __ATOMIC_RELAXED);
+	dst->max = __atomic_load_n(&src->max, __ATOMIC_RELAXED);
+}
+
+/**
+ * hist_sub() - take the values of an earlier copy out of a histogram
+ * @h: a histogram that holds every value of @prev, such as a later copy
+ *     (hist_read()) of the histogram @prev was copied from
+ * @prev: the values to take out
+ *
+ * Leaves in @h the values recorded since @prev. Its minimum and maximum
+ * stay as they were: they only bound those of the values left.
+ */
+void hist_sub(struct hist *h, const struct hist *prev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HIST_BUCKETS; i++)
+		h->buckets[i] -= prev->buckets[i];
+	h->count -= prev->count;
+	h->sum -= prev->sum;
 }
 
 /**

@@ -33,6 +33,8 @@ struct hist {
 
 void hist_init(struct hist *h);
 void hist_add(struct hist *h, uint64_t v);
+void hist_read(struct hist *dst, const struct hist *src);
+void hist_sub(struct hist *h, const struct hist *prev);
 void hist_merge(struct hist *dst, const struct hist *src);
 double hist_percentile(const struct hist *h, double p);
 double hist_mean(const struct hist *h);

@@ -116,7 +116,8 @@ if [ "$JSON" = jq ]; then
 		any(.events[]; .path == -1 and (.msg | test("open")))' \
 		"$out" >/dev/null || fail "bad policy or event log"
 	jq -se 'length == 2 and all(.[]; (.t | type == "number") and
-		.iops > 0 and (.paths | length) == 2 and
+		.iops > 0 and .p99_us > 0 and .p99_us < 1e6 and
+		(.paths | length) == 2 and
 		all(.paths[]; . > 0))' "$err" >/dev/null ||
 		fail "bad --interval-json lines"
 else
@@ -130,7 +131,8 @@ ok = (d["policy"] == "round-robin" and d["lost"] == 0 and len(ev) > 0
       and any(e["path"] == -1 and "open" in e["msg"] for e in ev))
 lines = [json.loads(l) for l in open(sys.argv[2])]
 ok = ok and len(lines) == 2 and all(
-    l["iops"] > 0 and len(l["paths"]) == 2 and all(p > 0 for p in l["paths"])
+    l["iops"] > 0 and 0 < l["p99_us"] < 1e6 and len(l["paths"]) == 2
+    and all(p > 0 for p in l["paths"])
     for l in lines)
 sys.exit(0 if ok else 1)
 PY
