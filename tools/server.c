@@ -8,9 +8,9 @@
  * MAP_SHARED, whose content outlives the process. Requests carry a struct
  * tool_blk_msg and are answered directly from the request callback.
  *
- * The server remembers the id of every request it was given (up to
- * TOOL_SRV_MAX_IDS) and counts those it sees again: a request that ran
- * twice, which the at-most-once promise of the library forbids.
+ * The server remembers the id of every request it was given (in an idset,
+ * up to its memory limit) and counts those it sees again: a request that
+ * ran twice, which the at-most-once promise of the library forbids.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -25,10 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "idset.h"
 #include "tool.h"
 
-/* Slots of the request id set at first; it doubles when 3/4 full. */
-#define SRV_IDS_MIN_SLOTS (1u << 16)
 /* Interval of --stats-file updates. */
 #define SRV_STATS_INTERVAL_MS 500
 /* Limits of --hb-timeout and --grace, milliseconds. */
@@ -57,24 +56,6 @@ struct srv_disk {
 	char name[NAME_MAX];
 };
 
-/**
- * struct srv_ids - set of the request ids seen, open addressing with
- * linear probing; 0 marks a free slot (and is no request id)
- * @lock: protects the other fields
- * @slots: the slots, @mask + 1 of them
- * @mask: number of slots minus one, a power of two minus one
- * @count: ids in the set
- * @full: TOOL_SRV_MAX_IDS reached or no memory to grow: no more ids are
- *        added (those in the set are still checked)
- */
-struct srv_ids {
-	pthread_mutex_t lock;
-	uint64_t *slots;
-	size_t mask;
-	uint64_t count;
-	bool full;
-};
-
 /*
  * Callbacks carry no context pointer besides the session's, so the state
  * of the (only) server of the process lives here.
@@ -86,118 +67,29 @@ static unsigned char *srv_backing;
 static bool srv_null;
 static uint64_t srv_requests;
 static uint64_t srv_duplicates;
-static struct srv_ids srv_ids = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct idset srv_ids = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /**
- * srv_id_hash() - slot of a request id (the splitmix64 finalizer)
- * @id: the id
- *
- * Return: a well mixed 64-bit value.
- */
-static uint64_t srv_id_hash(uint64_t id)
-{
-	id ^= id >> 30;
-	id *= 0xbf58476d1ce4e5b9ull;
-	id ^= id >> 27;
-	id *= 0x94d049bb133111ebull;
-	return id ^ (id >> 31);
-}
-
-/**
- * srv_ids_put() - put an id into a slot array known to lack it
- * @slots: the slots
- * @mask: number of slots minus one
- * @id: the id, not 0
- */
-static void srv_ids_put(uint64_t *slots, size_t mask, uint64_t id)
-{
-	size_t i = (size_t)srv_id_hash(id) & mask;
-
-	while (slots[i])
-		i = (i + 1) & mask;
-	slots[i] = id;
-}
-
-/**
- * srv_ids_grow() - double the slots of the set
- * @set: the set, locked
- *
- * Return: 0 or -ENOMEM.
- */
-static int srv_ids_grow(struct srv_ids *set)
-{
-	size_t n = set->slots ? (set->mask + 1) * 2 : SRV_IDS_MIN_SLOTS;
-	uint64_t *slots = calloc(n, sizeof(*slots));
-	size_t i;
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; set->slots && i <= set->mask; i++)
-		if (set->slots[i])
-			srv_ids_put(slots, n - 1, set->slots[i]);
-	free(set->slots);
-	set->slots = slots;
-	set->mask = n - 1;
-	return 0;
-}
-
-/**
- * srv_ids_seen() - look an id up and remember it
- * @set: the set
+ * srv_id_seen() - look a request id up and remember it
  * @id: the id, not 0
  *
- * Return: true when @id was in the set already.
+ * Return: true when @id was seen before.
  */
-static bool srv_ids_seen(struct srv_ids *set, uint64_t id)
+static bool srv_id_seen(uint64_t id)
 {
-	bool seen = false, now_full = false;
-	size_t i;
+	bool now_full = false, seen = idset_seen(&srv_ids, id, &now_full);
 
-	pthread_mutex_lock(&set->lock);
-	if (set->slots) {
-		for (i = (size_t)srv_id_hash(id) & set->mask; set->slots[i];
-		     i = (i + 1) & set->mask) {
-			if (set->slots[i] == id) {
-				seen = true;
-				break;
-			}
-		}
-	}
-	if (!seen && !set->full) {
-		if (set->count >= TOOL_SRV_MAX_IDS) {
-			set->full = now_full = true;
-		} else if ((!set->slots ||
-			    set->count + 1 > (set->mask + 1) / 4 * 3) &&
-			   srv_ids_grow(set)) {
-			set->full = now_full = true;
-		} else {
-			srv_ids_put(set->slots, set->mask, id);
-			set->count++;
-		}
-	}
-	pthread_mutex_unlock(&set->lock);
 	if (now_full && srv_log) {
+		uint64_t n;
+		bool full;
+
+		idset_stats(&srv_ids, &n, &full);
 		fprintf(srv_log,
 			"%sremembering %llu request ids, later requests are not checked for duplicates\n",
-			srv_log_prefix, (unsigned long long)set->count);
+			srv_log_prefix, (unsigned long long)n);
 		fflush(srv_log);
 	}
 	return seen;
-}
-
-/**
- * srv_ids_free() - empty the set
- * @set: the set
- */
-static void srv_ids_free(struct srv_ids *set)
-{
-	pthread_mutex_lock(&set->lock);
-	free(set->slots);
-	set->slots = NULL;
-	set->mask = 0;
-	set->count = 0;
-	set->full = false;
-	pthread_mutex_unlock(&set->lock);
 }
 
 /**
@@ -274,7 +166,7 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	if (!disk)
 		return -ENODEV;
 	req_id = le64toh(msg.req_id);
-	if (req_id && !srv_null && srv_ids_seen(&srv_ids, req_id))
+	if (req_id && !srv_null && srv_id_seen(req_id))
 		__atomic_fetch_add(&srv_duplicates, 1, __ATOMIC_RELAXED);
 	off = le64toh(msg.offset);
 	len = le32toh(msg.len);
@@ -420,7 +312,7 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	srv_null = cfg->null_target;
 	__atomic_store_n(&srv_requests, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_duplicates, 0, __ATOMIC_RELAXED);
-	srv_ids_free(&srv_ids);
+	idset_free(&srv_ids);
 
 	ibtrs_srv_opts_init(&opts, sizeof(opts));
 	opts.port = cfg->port;
@@ -480,10 +372,7 @@ void tool_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct tool_srv_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->requests = __atomic_load_n(&srv_requests, __ATOMIC_RELAXED);
 	st->duplicates = __atomic_load_n(&srv_duplicates, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&srv_ids.lock);
-	st->ids = srv_ids.count;
-	st->ids_full = srv_ids.full;
-	pthread_mutex_unlock(&srv_ids.lock);
+	idset_stats(&srv_ids, &st->ids, &st->ids_full);
 	st->lib.size = sizeof(st->lib);
 	ibtrs_srv_get_stats(ctx, &st->lib);
 }
@@ -498,7 +387,7 @@ void tool_srv_stop(struct ibtrs_srv_ctx *ctx)
 	if (srv_backing)
 		munmap(srv_backing, TOOL_TARGET_SIZE);
 	srv_backing = NULL;
-	srv_ids_free(&srv_ids);
+	idset_free(&srv_ids);
 }
 
 /**

@@ -137,16 +137,13 @@ struct tool_srv_cfg {
 	const char *log_prefix;
 };
 
-/* Request ids the server remembers at most for duplicate detection. */
-#define TOOL_SRV_MAX_IDS (16u << 20)
-
 /**
  * struct tool_srv_stats - counters of the server
  * @requests: requests given to the request callback
  * @duplicates: of those, requests whose id had been seen before (ran twice)
  * @ids: request ids remembered
- * @ids_full: TOOL_SRV_MAX_IDS ids are remembered, later ones are not
- *            checked
+ * @ids_full: the id set reached its memory limit (IDSET_MAX_BYTES): later
+ *            ids are not remembered
  * @lib: the library's counters (ibtrs_srv_get_stats())
  */
 struct tool_srv_stats {
