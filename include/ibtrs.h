@@ -448,6 +448,11 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  *                microseconds before it sleeps (default 0: never;
  *                at most IBTRS_MAX_BUSY_POLL_US); spends CPU to cut the
  *                wake-up latency
+ * @busy_poll_adaptive: with @busy_poll_us, poll for a window of at most
+ *                      @busy_poll_us that grows while events come closer
+ *                      together than that and closes while they come
+ *                      further apart: polls under load, sleeps at once
+ *                      when idle (default false)
  * @backend: backend name, NULL for the default ("tcp")
  * @rdma_ev: request callback
  * @link_ev: link event callback, may be NULL
@@ -466,6 +471,7 @@ struct ibtrs_srv_opts {
 	uint32_t sess_grace_ms;
 	bool no_control;
 	uint32_t busy_poll_us;
+	bool busy_poll_adaptive;
 };
 
 /**
@@ -553,6 +559,11 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                microseconds before it sleeps (default 0: never; at most
  *                IBTRS_MAX_BUSY_POLL_US); spends CPU to cut the wake-up
  *                latency of completions
+ * @busy_poll_adaptive: with @busy_poll_us, poll for a window of at most
+ *                      @busy_poll_us that grows while events come closer
+ *                      together than that and closes while they come
+ *                      further apart: polls under load, sleeps at once
+ *                      when idle (default false)
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -574,6 +585,7 @@ struct ibtrs_clt_opts {
 	uint32_t failover_timeout_ms;
 	bool no_control;
 	uint32_t busy_poll_us;
+	bool busy_poll_adaptive;
 };
 
 /**

@@ -1236,6 +1236,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	if (cfg->io_cons)
 		opts.io_cons = cfg->io_cons;
 	opts.busy_poll_us = cfg->busy_poll_us;
+	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
 	b.sess = ibtrs_clt_open_opts(&opts);
 	if (!b.sess) {
 		err = errno;
@@ -1405,6 +1406,10 @@ void usage_bench(FILE *f)
 		"  --io-cons N        I/O connections per path, 1..8 (default 1)\n"
 		"  --busy-poll US     the session's thread polls US microseconds\n"
 		"                     after an event before it sleeps (default 0)\n"
+		"  --busy-poll-adaptive\n"
+		"                     poll for a window of at most US that\n"
+		"                     adapts: open while events come closer\n"
+		"                     together than US, closed while further apart\n"
 		"  --verify           write patterns and check every read\n"
 		"  --transport NAME   backend: tcp (default) or ofi (libfabric)\n"
 		"  --policy P         multipath policy: rr, min-inflight or min-latency\n"
@@ -1685,6 +1690,7 @@ enum {
 	OPT_SUBMIT,
 	OPT_IO_CONS,
 	OPT_BUSY_POLL,
+	OPT_BUSY_POLL_ADAPTIVE,
 };
 
 /**
@@ -1714,6 +1720,8 @@ int cmd_bench(int argc, char *argv[])
 		{ "submit", required_argument, NULL, OPT_SUBMIT },
 		{ "io-cons", required_argument, NULL, OPT_IO_CONS },
 		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
+		{ "busy-poll-adaptive", no_argument, NULL,
+		  OPT_BUSY_POLL_ADAPTIVE },
 		{ "reconnect-delay", required_argument, NULL,
 		  OPT_RECONNECT_DELAY },
 		{ "max-reconnects", required_argument, NULL,
@@ -1842,6 +1850,9 @@ int cmd_bench(int argc, char *argv[])
 					"0..1000000 microseconds");
 			cfg.busy_poll_us = (uint32_t)v;
 			break;
+		case OPT_BUSY_POLL_ADAPTIVE:
+			cfg.busy_poll_adaptive = true;
+			break;
 		case OPT_HB_TIMEOUT:
 			if (tool_parse_uint(optarg, BENCH_MIN_HB_TIMEOUT_MS,
 					    BENCH_MAX_TIMEOUT_MS, &v))
@@ -1896,6 +1907,11 @@ int cmd_bench(int argc, char *argv[])
 	}
 	if (!cfg.path_cnt) {
 		tool_err("missing --path (try '%s bench --help')", TOOL_NAME);
+		return TOOL_EXIT_USAGE;
+	}
+	if (cfg.busy_poll_adaptive && !cfg.busy_poll_us) {
+		tool_err(
+			"--busy-poll-adaptive needs --busy-poll US, the longest window");
 		return TOOL_EXIT_USAGE;
 	}
 	if (cfg.qd < cfg.threads)

@@ -41,6 +41,7 @@ enum {
 	OPT_SRV_STATS_FILE,
 	OPT_SRV_TRANSPORT,
 	OPT_SRV_BUSY_POLL,
+	OPT_SRV_BUSY_POLL_ADAPTIVE,
 	OPT_SRV_NULL,
 };
 
@@ -327,6 +328,7 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	if (cfg->grace_ms >= 0)
 		opts.sess_grace_ms = (uint32_t)cfg->grace_ms;
 	opts.busy_poll_us = cfg->busy_poll_us;
+	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
 	opts.rdma_ev = srv_rdma_ev;
 	opts.link_ev = srv_link_ev;
 
@@ -469,6 +471,9 @@ void usage_server(FILE *f)
 		"      --busy-poll US       after an event the server's thread polls\n"
 		"                           US microseconds before it sleeps, 0..1000000\n"
 		"                           (default 0)\n"
+		"      --busy-poll-adaptive poll for a window of at most US that\n"
+		"                           adapts: open while events come closer\n"
+		"                           together than US, closed while further apart\n"
 		"      --stats-file PATH    write the counters as JSON to PATH every\n"
 		"                           %u ms and at exit (atomically)\n"
 		"  -q, --quiet              do not log connects and disconnects\n"
@@ -504,6 +509,8 @@ int cmd_server(int argc, char *argv[])
 		{ "stats-file", required_argument, NULL, OPT_SRV_STATS_FILE },
 		{ "transport", required_argument, NULL, OPT_SRV_TRANSPORT },
 		{ "busy-poll", required_argument, NULL, OPT_SRV_BUSY_POLL },
+		{ "busy-poll-adaptive", no_argument, NULL,
+		  OPT_SRV_BUSY_POLL_ADAPTIVE },
 		{ "null", no_argument, NULL, OPT_SRV_NULL },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -605,6 +612,9 @@ int cmd_server(int argc, char *argv[])
 			}
 			cfg.busy_poll_us = (uint32_t)v;
 			break;
+		case OPT_SRV_BUSY_POLL_ADAPTIVE:
+			cfg.busy_poll_adaptive = true;
+			break;
 		case OPT_SRV_NULL:
 			cfg.null_target = true;
 			break;
@@ -626,6 +636,11 @@ int cmd_server(int argc, char *argv[])
 
 	if (cfg.null_target && cfg.backing_file) {
 		tool_err("--null and --backing-file exclude each other");
+		return TOOL_EXIT_USAGE;
+	}
+	if (cfg.busy_poll_adaptive && !cfg.busy_poll_us) {
+		tool_err(
+			"--busy-poll-adaptive needs --busy-poll US, the longest window");
 		return TOOL_EXIT_USAGE;
 	}
 	if (listen_str) {

@@ -116,6 +116,8 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
  * @backing_file: file holding one target shared by every session, NULL for
  *                a memory target per session
  * @busy_poll_us: busy polling of the server's thread, microseconds
+ * @busy_poll_adaptive: the window of @busy_poll_us adapts (see
+ *                      struct ibtrs_srv_opts)
  * @null_target: no target: data is neither stored nor read, request ids
  *               are not kept
  * @log: stream for connect/disconnect messages, NULL for none
@@ -132,6 +134,7 @@ struct tool_srv_cfg {
 	const char *backing_file;
 	const char *backend; /* NULL: the library's default */
 	uint32_t busy_poll_us;
+	bool busy_poll_adaptive;
 	bool null_target;
 	FILE *log;
 	const char *log_prefix;
@@ -233,6 +236,8 @@ enum bench_submit {
  * @failover_timeout_ms: failover timeout, 0 for the library default
  * @io_cons: I/O connections per path, 0 for the library default
  * @busy_poll_us: busy polling of the session's thread, microseconds
+ * @busy_poll_adaptive: the window of @busy_poll_us adapts (see
+ *                      struct ibtrs_clt_opts)
  * @events: fill the result's event log
  * @progress: called once per second from the calling thread, or NULL
  * @progress_arg: passed to @progress
@@ -258,6 +263,7 @@ struct bench_cfg {
 	uint32_t failover_timeout_ms;
 	uint32_t io_cons;
 	uint32_t busy_poll_us;
+	bool busy_poll_adaptive;
 	bool events;
 	bench_progress_fn *progress;
 	void *progress_arg;

@@ -686,7 +686,8 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 				tick_ms);
 	if (ret)
 		goto free_sess;
-	ibtrs_loop_set_busy_poll(sess->loop, opts.busy_poll_us);
+	ibtrs_loop_set_busy_poll(sess->loop, opts.busy_poll_us,
+				 opts.busy_poll_adaptive);
 	ret = clt_connector_start(sess);
 	if (ret)
 		goto destroy_loop;
@@ -991,6 +992,7 @@ void clt_ctl_status(struct ibtrs_clt *sess, struct json *j)
 	json_str(j, "policy", ibtrs_mp_policy_str(atomic_load(&sess->policy)));
 	json_u64(j, "queue_depth", sess->queue_depth);
 	json_u64(j, "max_io_size", sess->max_io_size);
+	ibtrs_loop_status(sess->loop, j);
 	json_arr_begin(j, "paths");
 	for (i = 0; i < n; i++)
 		status_path(sess, i, j);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "log.h"
 #include "loop.h"
 
@@ -30,7 +31,9 @@ struct ibtrs_loop {
 	void (*tick)(void *arg);
 	void *tick_arg;
 	_Atomic uint32_t busy_poll_us; /* spin this long after an event */
+	_Atomic bool busy_adaptive;    /* ...at most, see loop_adapt() */
 	_Atomic uint64_t empty_polls;  /* spins that found nothing */
+	_Atomic uint64_t poll_win_ns;  /* the adaptive window now */
 	uint64_t now_ns;	       /* loop thread: ibtrs_loop_now_ns() */
 	char name[16];
 };
@@ -122,24 +125,50 @@ static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
 	loop->tick(loop->tick_arg);
 }
 
+/*
+ * Adaptive busy polling: the window after an event in which the loop polls
+ * follows the gaps between events, as the kernel's haltpoll does for idle
+ * CPUs. An event that woke the loop from a sleep within @max_ns of the one
+ * before would have been caught by a longer window: the window doubles
+ * (from LOOP_ADAPT_START_NS, up to @max_ns). One that came later means
+ * polling would have been for nothing: it halves, and below
+ * LOOP_ADAPT_START_NS it closes. Under load the loop polls as with a fixed
+ * window; with events far apart it sleeps at once and spends nothing.
+ */
+#define LOOP_ADAPT_START_NS 10000ull
+
+static uint64_t loop_adapt(uint64_t win_ns, uint64_t gap_ns, uint64_t max_ns)
+{
+	if (gap_ns <= max_ns) {
+		win_ns = win_ns ? win_ns * 2 : LOOP_ADAPT_START_NS;
+		return win_ns < max_ns ? win_ns : max_ns;
+	}
+	win_ns /= 2;
+	return win_ns < LOOP_ADAPT_START_NS ? 0 : win_ns;
+}
+
 static void *loop_thread(void *arg)
 {
 	struct ibtrs_loop *loop = arg;
 	struct epoll_event ev[LOOP_MAX_EVENTS];
-	uint64_t last_event_ns = 0;
+	uint64_t last_event_ns = 0, win_ns = 0;
 
 	pthread_setname_np(pthread_self(), loop->name);
 	for (;;) {
 		uint32_t busy_us = atomic_load_explicit(&loop->busy_poll_us,
 							memory_order_relaxed);
+		bool adaptive = busy_us &&
+				atomic_load_explicit(&loop->busy_adaptive,
+						     memory_order_relaxed);
+		uint64_t poll_ns = adaptive ? win_ns
+					    : (uint64_t)busy_us * 1000u;
 		int i, n, timeout = -1;
 
 		if (loop_run_work(loop))
 			break;
 		/* Busy polling: no sleep (and no wake-up) for an event that
-		 * follows the last one within busy_us. */
-		if (busy_us && ibtrs_real_now_ns() - last_event_ns <
-				       (uint64_t)busy_us * 1000u)
+		 * follows the last one within the window. */
+		if (poll_ns && ibtrs_real_now_ns() - last_event_ns < poll_ns)
 			timeout = 0;
 		n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, timeout);
 		if (n < 0) {
@@ -154,9 +183,25 @@ static void *loop_thread(void *arg)
 						  memory_order_relaxed);
 		if (n > 0)
 			loop->now_ns = ibtrs_now_ns();
-		if (n > 0 && atomic_load_explicit(&loop->busy_poll_us,
-						  memory_order_relaxed))
-			last_event_ns = ibtrs_real_now_ns();
+		/* A setting changed while asleep counts from this event on. */
+		busy_us = atomic_load_explicit(&loop->busy_poll_us,
+					       memory_order_relaxed);
+		adaptive = busy_us &&
+			   atomic_load_explicit(&loop->busy_adaptive,
+						memory_order_relaxed);
+		if (n > 0 && busy_us) {
+			uint64_t now = ibtrs_real_now_ns();
+
+			/* Woken from a sleep: was the window right? */
+			if (adaptive && timeout) {
+				win_ns = loop_adapt(win_ns, now - last_event_ns,
+						    (uint64_t)busy_us * 1000u);
+				atomic_store_explicit(&loop->poll_win_ns,
+						      win_ns,
+						      memory_order_relaxed);
+			}
+			last_event_ns = now;
+		}
 		for (i = 0; i < n; i++) {
 			struct ibtrs_loop_src *src = ev[i].data.ptr;
 
@@ -313,10 +358,32 @@ void ibtrs_loop_cancel(struct ibtrs_loop *loop, struct ibtrs_work *w)
 	pthread_mutex_unlock(&loop->lock);
 }
 
-void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us)
+void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us,
+			      bool adaptive)
 {
+	atomic_store_explicit(&loop->busy_adaptive, adaptive,
+			      memory_order_relaxed);
 	atomic_store_explicit(&loop->busy_poll_us, us, memory_order_relaxed);
 	/* A loop asleep picks the new setting up after its next event. */
+}
+
+uint64_t ibtrs_loop_poll_window_ns(struct ibtrs_loop *loop)
+{
+	return atomic_load_explicit(&loop->poll_win_ns, memory_order_relaxed);
+}
+
+void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j)
+{
+	json_obj_begin(j, "poll");
+	json_u64(j, "busy_poll_us",
+		 atomic_load_explicit(&loop->busy_poll_us,
+				      memory_order_relaxed));
+	json_bool(j, "adaptive",
+		  atomic_load_explicit(&loop->busy_adaptive,
+				       memory_order_relaxed));
+	json_u64(j, "window_us", ibtrs_loop_poll_window_ns(loop) / 1000);
+	json_u64(j, "empty_polls", ibtrs_loop_empty_polls(loop));
+	json_obj_end(j);
 }
 
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct ibtrs_loop;
+struct json;
 
 /**
  * struct ibtrs_loop_src - a file descriptor watched by the loop
@@ -53,9 +54,21 @@ void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w);
 
 /*
  * Busy polling: after an event the loop thread polls without sleeping for
- * @us microseconds (0: never) before it waits in the kernel again.
+ * @us microseconds (0: never) before it waits in the kernel again; with
+ * @adaptive, for a window of at most @us that grows while events come
+ * close together and closes while they come far apart (loop.c).
  */
-void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us);
+void ibtrs_loop_set_busy_poll(struct ibtrs_loop *loop, uint32_t us,
+			      bool adaptive);
+
+/* The adaptive window as the loop thread last set it, nanoseconds. */
+uint64_t ibtrs_loop_poll_window_ns(struct ibtrs_loop *loop);
+
+/*
+ * Add the loop's busy polling to @j as object "poll": busy_poll_us,
+ * adaptive, window_us (the adaptive window now) and empty_polls.
+ */
+void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j);
 
 /* Polls of a busy-polling loop that found nothing, since its creation. */
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop);

@@ -1038,7 +1038,8 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 				(unsigned int)(ctx->tick_ns / 1000000));
 	if (ret)
 		goto destroy_sync;
-	ibtrs_loop_set_busy_poll(ctx->loop, opts.busy_poll_us);
+	ibtrs_loop_set_busy_poll(ctx->loop, opts.busy_poll_us,
+				 opts.busy_poll_adaptive);
 	ret = srv_listen(ctx, &opts);
 	if (ret) {
 		ibtrs_log(IBTRS_LOG_ERR, "server: cannot listen on port %u: %s",
@@ -1227,6 +1228,7 @@ void srv_ctl_status(struct ibtrs_srv_ctx *ctx, struct json *j)
 	json_u64(j, "busy", st.busy);
 	json_u64(j, "proto_errors", st.proto_errors);
 	json_u64(j, "stale", st.stale);
+	ibtrs_loop_status(ctx->loop, j);
 	ibtrs_loop_call(ctx->loop, status_sessions, &sc);
 	json_obj_end(j);
 }

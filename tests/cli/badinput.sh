@@ -63,6 +63,9 @@ expect 2 bench --path ip:127.0.0.1 --io-cons 0
 expect 2 bench --path ip:127.0.0.1 --io-cons 9
 expect 2 bench --path ip:127.0.0.1 --busy-poll 1000001
 expect 2 bench --path ip:127.0.0.1 --busy-poll -1
+expect 2 bench --path ip:127.0.0.1 --busy-poll-adaptive
+expect 2 bench --path ip:127.0.0.1 --busy-poll 0 --busy-poll-adaptive
+expect 2 bench --path ip:127.0.0.1 --busy-poll-adaptive=yes
 expect 2 server --bogus
 expect 2 server --port 70000
 expect 2 server --port x
@@ -75,6 +78,8 @@ expect 2 server --backing-file ''
 expect 2 server --stats-file
 expect 2 server --busy-poll 1000001
 expect 2 server --busy-poll x
+expect 2 server --busy-poll-adaptive
+expect 2 server --busy-poll 0 --busy-poll-adaptive
 expect 2 server --null --backing-file "$TMP/disk"
 expect 2 demo --time -3
 

@@ -41,6 +41,12 @@ if mode == "check":          # check BENCH_PID SRV_PID SESS
     names = [s["sessname"] for s in srv[0]["servers"][0]["sessions"]]
     assert sys.argv[4] in names, names
     assert srv[0]["servers"][0]["requests"] > 0, srv
+    # Both ends poll adaptively, at most 2 ms: under load the window
+    # opens and the loops poll between events.
+    for poll in (c["poll"], srv[0]["servers"][0]["poll"]):
+        assert poll["busy_poll_us"] == 2000 and poll["adaptive"], poll
+        assert 0 <= poll["window_us"] <= 2000, poll
+        assert poll["empty_polls"] > 0, poll
 elif mode == "policy":       # policy PID SESS
     print(client(sys.argv[2], sys.argv[3])["policy"])
 elif mode == "state":        # state PID SESS IDX
@@ -150,9 +156,10 @@ grep -qx 'no ibtrs processes' "$TMP/out" || fail "empty status: $(cat "$TMP/out"
 ok status --json
 [ "$(cat "$TMP/out")" = "[]" ] || fail "empty status --json: $(cat "$TMP/out")"
 
-start_server srv --port 0 --quiet
+start_server srv --port 0 --quiet --busy-poll 2000 --busy-poll-adaptive
 "$IBTRS" bench --path ip:127.0.0.1 --path ip:127.0.0.2,ip:127.0.0.1 \
 	--port "$SRV_PORT" --verify --time "$BENCH_TIME" --json --quiet \
+	--busy-poll 2000 --busy-poll-adaptive \
 	--sessname "$SESS" >"$TMP/bench.json" 2>"$TMP/bench.err" &
 BENCH_PID=$!
 PIDS+=("$BENCH_PID")

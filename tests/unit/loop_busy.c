@@ -5,7 +5,9 @@
  * With busy polling set, the loop thread keeps polling without sleeping
  * for the given time after an event (its empty polls count up), then
  * sleeps again (they stop counting); without it, it never polls empty.
- * A changed setting takes effect after the next event.
+ * A changed setting takes effect after the next event. Adaptive busy
+ * polling opens its window while events come close together and closes
+ * it while they come far apart.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,6 +52,54 @@ static uint64_t polls_during(struct ibtrs_loop *loop, unsigned int ms)
 	return ibtrs_loop_empty_polls(loop) - before;
 }
 
+/*
+ * Adaptive, at most 20 ms: events about 1 ms apart open the window until
+ * it covers their gap, and the loop polls between them; events 50 ms apart
+ * close it, and the loop sleeps right after each. The same events with the
+ * fixed 20 ms window keep it polling after each.
+ */
+static void check_adaptive(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
+{
+	uint64_t win, n;
+	unsigned int i;
+
+	ibtrs_loop_set_busy_poll(loop, 20000, true);
+	CHECK_EQ(ibtrs_loop_poll_window_ns(loop), 0);
+	for (i = 0; i < 40; i++) {
+		fire(src);
+		usleep(500);
+	}
+	win = ibtrs_loop_poll_window_ns(loop);
+	n = polls_during(loop, 2);
+	printf("adaptive, events 1 ms apart: window %llu us, %llu empty polls in the 2 ms after one\n",
+	       (unsigned long long)win / 1000, (unsigned long long)n);
+	CHECK(win >= 500000 && win <= 20000000);
+	CHECK(n > 0);
+
+	for (i = 0; i < 16; i++) {
+		fire(src);
+		usleep(50000);
+	}
+	win = ibtrs_loop_poll_window_ns(loop);
+	fire(src);
+	usleep(1000);
+	n = polls_during(loop, 50);
+	printf("adaptive, events 50 ms apart: window %llu us, %llu empty polls in 50 ms after one\n",
+	       (unsigned long long)win / 1000, (unsigned long long)n);
+	CHECK_EQ(win, 0);
+	CHECK_EQ(n, 0);
+
+	/* Fixed window: the loop polls after such an event all the same. */
+	ibtrs_loop_set_busy_poll(loop, 20000, false);
+	fire(src);
+	n = polls_during(loop, 10);
+	printf("fixed 20 ms: %llu empty polls in the 10 ms after an event\n",
+	       (unsigned long long)n);
+	CHECK(n > 0);
+	ibtrs_loop_set_busy_poll(loop, 0, false);
+	fire(src);
+}
+
 int main(void)
 {
 	struct ibtrs_loop_src src = { .cb = ev_cb };
@@ -70,7 +120,7 @@ int main(void)
 	CHECK_EQ(n, 0);
 
 	/* 300 ms of busy polling: it spins after the event... */
-	ibtrs_loop_set_busy_poll(loop, 300000);
+	ibtrs_loop_set_busy_poll(loop, 300000, false);
 	fire(&src);
 	n = polls_during(loop, 100);
 	printf("busy poll 300 ms: %llu empty polls in the first 100 ms\n",
@@ -84,13 +134,15 @@ int main(void)
 	CHECK_EQ(n, 0);
 
 	/* Switched off again: after the next event it sleeps at once. */
-	ibtrs_loop_set_busy_poll(loop, 0);
+	ibtrs_loop_set_busy_poll(loop, 0, false);
 	fire(&src);
 	usleep(20000);
 	n = polls_during(loop, 100);
 	printf("busy poll off again: %llu empty polls in 100 ms\n",
 	       (unsigned long long)n);
 	CHECK_EQ(n, 0);
+
+	check_adaptive(loop, &src);
 
 	ibtrs_loop_del(loop, &src);
 	ibtrs_loop_destroy(loop);
