@@ -50,7 +50,8 @@ for row in "4 KiB WRITE QD64" "4 KiB READ QD64" "128 KiB WRITE QD16" \
 	"128 KiB READ QD16" "QD1 4 KiB READ p50" "QD1 4 KiB READ p99" \
 	"4 KiB READ, 4 threads x QD64" "4 KiB READ, 16 threads x QD64" \
 	"4 KiB READ QD64 split, 16 threads" \
-	"QD1 4 KiB READ p50, busy poll" "4 KiB WRITE QD64, mem target"; do
+	"QD1 4 KiB READ p50, busy poll" "4 KiB WRITE QD64, mem target" \
+	"4 KiB WRITE QD64, adaptive poll" "4 KiB READ QD64, adaptive poll"; do
 	line=$(grep -F -- "$row " "$tmp/out" | grep -v '^ofi:' | head -n 1)
 	[ -n "$line" ] || fail "row '$row' missing from the table"
 	rest=${line#"$row"}
@@ -89,6 +90,14 @@ if runs["ibtrs.t16x"]["json"]["qd"] != 1024:
     sys.exit("ibtrs.t16x did not run 16 x QD 64")
 if runs["ibtrs.lat"]["p50"] <= 0:
     sys.exit("QD1 p50 is not positive")
+# The polling rows ran as they say.
+for k, adaptive in (("ibtrs.w4kbp", False), ("ibtrs.w4kap", True),
+                    ("ibtrs.r4kap", True)):
+    j = runs[k]["json"]
+    if j["busy_poll_us"] != 200 or j["busy_poll_adaptive"] != adaptive:
+        sys.exit("%s did not poll as asked: %s" % (k, j))
+if runs["ibtrs.w4k"]["json"]["busy_poll_us"] != 0:
+    sys.exit("ibtrs.w4k polled")
 # The ceiling ran, polling, and reported both sides' CPU time.
 for k in ("wire.w4kbp", "wire.r4kbp"):
     w = runs.get(k, {})

@@ -1546,6 +1546,8 @@ static void bench_print_json(const struct bench_cfg *cfg,
 	tool_json_str(stdout, bench_submit_str(cfg->submit));
 	printf(",\"callback_submits\":%llu",
 	       (unsigned long long)res->cb_submits);
+	printf(",\"busy_poll_us\":%u,\"busy_poll_adaptive\":%s",
+	       cfg->busy_poll_us, cfg->busy_poll_adaptive ? "true" : "false");
 	printf(",\"policy\":");
 	tool_json_str(stdout, res->policy);
 	printf(",\"paths\":[");
