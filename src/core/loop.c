@@ -126,14 +126,19 @@ static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
 }
 
 /*
- * Adaptive busy polling: the window after an event in which the loop polls
- * follows the gaps between events, as the kernel's haltpoll does for idle
- * CPUs. An event that woke the loop from a sleep within @max_ns of the one
- * before would have been caught by a longer window: the window doubles
- * (from LOOP_ADAPT_START_NS, up to @max_ns). One that came later means
- * polling would have been for nothing: it halves, and below
- * LOOP_ADAPT_START_NS it closes. Under load the loop polls as with a fixed
- * window; with events far apart it sleeps at once and spends nothing.
+ * Adaptive busy polling: the window in which the loop polls after it ran
+ * out of events follows the idle gaps between events, as the kernel's
+ * haltpoll does for idle CPUs. An event that woke the loop from a sleep
+ * within @max_ns of the end of the batch before would have been caught by
+ * a longer window: the window doubles, or grows to a quarter more than
+ * that gap if this is more (from LOOP_ADAPT_START_NS, up to @max_ns), so
+ * that one such sleep is enough to cover gaps like it. One that came later
+ * means polling would have been for nothing: the window shrinks by a
+ * quarter, and below LOOP_ADAPT_START_NS it closes. A long gap now and
+ * then (the thread preempted, a pause in the load) leaves it wide enough;
+ * a run of them closes it in a dozen events. Under load the loop polls as
+ * with a fixed window; with events far apart it soon sleeps at once and
+ * spends nothing.
  */
 #define LOOP_ADAPT_START_NS 10000ull
 
@@ -141,9 +146,11 @@ static uint64_t loop_adapt(uint64_t win_ns, uint64_t gap_ns, uint64_t max_ns)
 {
 	if (gap_ns <= max_ns) {
 		win_ns = win_ns ? win_ns * 2 : LOOP_ADAPT_START_NS;
+		if (win_ns < gap_ns + gap_ns / 4)
+			win_ns = gap_ns + gap_ns / 4;
 		return win_ns < max_ns ? win_ns : max_ns;
 	}
-	win_ns /= 2;
+	win_ns -= win_ns / 4;
 	return win_ns < LOOP_ADAPT_START_NS ? 0 : win_ns;
 }
 
@@ -151,7 +158,7 @@ static void *loop_thread(void *arg)
 {
 	struct ibtrs_loop *loop = arg;
 	struct epoll_event ev[LOOP_MAX_EVENTS];
-	uint64_t last_event_ns = 0, win_ns = 0;
+	uint64_t idle_ns = 0, win_ns = 0;
 
 	pthread_setname_np(pthread_self(), loop->name);
 	for (;;) {
@@ -167,8 +174,8 @@ static void *loop_thread(void *arg)
 		if (loop_run_work(loop))
 			break;
 		/* Busy polling: no sleep (and no wake-up) for an event that
-		 * follows the last one within the window. */
-		if (poll_ns && ibtrs_real_now_ns() - last_event_ns < poll_ns)
+		 * comes within the window after the loop ran out of events. */
+		if (poll_ns && ibtrs_real_now_ns() - idle_ns < poll_ns)
 			timeout = 0;
 		n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, timeout);
 		if (n < 0) {
@@ -189,24 +196,23 @@ static void *loop_thread(void *arg)
 		adaptive = busy_us &&
 			   atomic_load_explicit(&loop->busy_adaptive,
 						memory_order_relaxed);
-		if (n > 0 && busy_us) {
-			uint64_t now = ibtrs_real_now_ns();
-
-			/* Woken from a sleep: was the window right? */
-			if (adaptive && timeout) {
-				win_ns = loop_adapt(win_ns, now - last_event_ns,
-						    (uint64_t)busy_us * 1000u);
-				atomic_store_explicit(&loop->poll_win_ns,
-						      win_ns,
-						      memory_order_relaxed);
-			}
-			last_event_ns = now;
+		/* Woken from a sleep: would a longer window have caught it? */
+		if (n > 0 && adaptive && timeout) {
+			win_ns = loop_adapt(win_ns,
+					    ibtrs_real_now_ns() - idle_ns,
+					    (uint64_t)busy_us * 1000u);
+			atomic_store_explicit(&loop->poll_win_ns, win_ns,
+					      memory_order_relaxed);
 		}
 		for (i = 0; i < n; i++) {
 			struct ibtrs_loop_src *src = ev[i].data.ptr;
 
 			src->cb(src, ev[i].events);
 		}
+		/* The window counts from the end of the batch: how long it
+		 * took is not time the loop waited. */
+		if (n > 0 && busy_us)
+			idle_ns = ibtrs_real_now_ns();
 	}
 	return NULL;
 }
