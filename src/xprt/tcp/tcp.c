@@ -755,23 +755,35 @@ static int tcp_mr_resolve(struct tcp_con *c, uint32_t rkey, uint64_t raddr,
 	return 0;
 }
 
+/* The destination of a SEND or of a header list: one buffer. */
+static void tcp_dst_one(struct tcp_con *c, void *buf, size_t len)
+{
+	c->dst[0].iov_base = buf;
+	c->dst[0].iov_len = len;
+	c->dst_cnt = 1;
+	c->dst_idx = 0;
+}
+
+/* Fields every frame header must have right, whatever its op. */
+static bool tcp_frame_fields_ok(const struct tcp_frame *f)
+{
+	return !f->flags && !f->reserved && f->len <= TCP_MAX_FRAME_LEN;
+}
+
 /* Header complete in c->cur: check it and set up the destination. */
 static int tcp_rx_header(struct tcp_con *c)
 {
 	struct tcp_frame *f = &c->cur;
 	struct swrq_ent *r;
 
-	if (f->flags || f->reserved || f->len > TCP_MAX_FRAME_LEN)
+	if (!tcp_frame_fields_ok(f))
 		return -EPROTO;
 	switch (f->op) {
 	case TCP_OP_SEND:
 		r = swrq_next(&c->rq, true, f->len, "tcp");
 		if (!r)
 			return -EPROTO;
-		c->dst[0].iov_base = r->buf;
-		c->dst[0].iov_len = f->len;
-		c->dst_cnt = 1;
-		c->dst_idx = 0;
+		tcp_dst_one(c, r->buf, f->len);
 		break;
 	case TCP_OP_WRITE_IMM:
 		if (!swrq_next(&c->rq, false, 0, "tcp"))
@@ -800,10 +812,7 @@ static int tcp_rx_header(struct tcp_con *c)
 				     f->len);
 			return -EPROTO;
 		}
-		c->dst[0].iov_base = c->run;
-		c->dst[0].iov_len = f->len;
-		c->dst_cnt = 1;
-		c->dst_idx = 0;
+		tcp_dst_one(c, c->run, f->len);
 		break;
 	default:
 		ibtrs_log_rl(IBTRS_LOG_ERR, "tcp: unknown frame op %u", f->op);
@@ -828,7 +837,7 @@ static int tcp_run_start(struct tcp_con *c)
 		tcp_frame_decode(f, f); /* in place */
 		if ((f->op != TCP_OP_SEND && f->op != TCP_OP_WRITE &&
 		     f->op != TCP_OP_WRITE_IMM) ||
-		    f->flags || f->reserved || f->len > TCP_MAX_FRAME_LEN) {
+		    !tcp_frame_fields_ok(f)) {
 			ibtrs_log_rl(IBTRS_LOG_ERR,
 				     "tcp: bad described frame: op %u len %u",
 				     f->op, f->len);
