@@ -106,5 +106,31 @@ for k in ("wire.w4kbp", "wire.r4kbp"):
         sys.exit("no ceiling figure for %s: %s" % (k, w))
 EOF
 
-echo "PASS: bench/compare printed the table with ibtrs figures"
+# --idle-poll: while the run lasts, idle CPUs poll instead of halting. The
+# cpuidle counters must show it: entries into the polling state and none
+# into any other. Needs the PM QoS device (root) and a cpuidle driver.
+if [ ! -w /dev/cpu_dma_latency ] ||
+	[ ! -d /sys/devices/system/cpu/cpu0/cpuidle/state0 ]; then
+	echo "PASS: bench/compare printed the table with ibtrs figures" \
+		"(--idle-poll not checked: no writable /dev/cpu_dma_latency" \
+		"or no cpuidle)"
+	exit 0
+fi
+timeout -k 5 60 python3 "$here/compare" --idle-poll --quick --rounds 1 \
+	--time 1 --only ibtrs.lat --no-install --ibtrs "$bin" \
+	--json "$tmp/idle.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || fail "bench/compare --idle-poll exited with status $rc"
+grep -q '^idle CPUs: poll ' "$tmp/out" || fail "--idle-poll not in the header"
+python3 - "$tmp/idle.json" <<'EOF' || fail "--idle-poll check failed"
+import json, sys
+idle = json.load(open(sys.argv[1]))["idle_entries"]
+if not idle.get("POLL", 0) > 0:
+    sys.exit("no entry into the POLL idle state: %s" % idle)
+halted = {k: v for k, v in idle.items() if k != "POLL" and v}
+if halted:
+    sys.exit("idle CPUs halted under --idle-poll: %s" % halted)
+EOF
+
+echo "PASS: bench/compare printed the table with ibtrs figures; --idle-poll"
 exit 0
