@@ -2,7 +2,8 @@
 /*
  * tags.c - unit tests of the sharded tag allocator: every id exactly once,
  * exhaustion, stealing across shards, waiting, batched wake-ups, shutdown,
- * and many threads.
+ * no wake-up lost between a put and a waiter going to sleep, and many
+ * threads.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -200,6 +201,58 @@ static void test_wait_and_shutdown(void)
 	ibtrs_tags_destroy(&tags);
 }
 
+static _Atomic unsigned int handoffs;
+
+#define HANDOFFS 2000
+
+/*
+ * Two threads hand one tag to each other: each takes it (waiting), holds
+ * it a little, puts it back and waits for the other to take it. The
+ * taker is either asleep already or still on its way, as the random hold
+ * decides; a wake-up lost in between leaves it asleep until it looks
+ * again (recheck_ms, set long), which the bounded wait reports.
+ */
+static void *pingpong(void *arg)
+{
+	unsigned long long s = (unsigned long long)(uintptr_t)arg;
+	unsigned int i, seen;
+
+	for (i = 0; i < HANDOFFS / 2; i++) {
+		int id = ibtrs_tags_get(&tags, true), k;
+
+		CHECK_EQ(id, 0);
+		seen = atomic_fetch_add(&handoffs, 1) + 1;
+		if (t_rand(&s) & 1)
+			usleep((unsigned int)(t_rand(&s) % 100));
+		ibtrs_tags_put(&tags, 0, false);
+		if (seen == HANDOFFS)
+			break;
+		for (k = 0; k < 5000 && atomic_load(&handoffs) == seen; k++)
+			usleep(1000);
+		CHECK(atomic_load(&handoffs) != seen);
+	}
+	return NULL;
+}
+
+static void test_handoff(void)
+{
+	pthread_t th[2];
+	int i;
+
+	CHECK_EQ(ibtrs_tags_init(&tags, 1, 1), 0);
+	tags.recheck_ms = 60000;
+	atomic_store(&handoffs, 0);
+	for (i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&th[i], NULL, pingpong,
+					(void *)(uintptr_t)(i + 7)),
+			 0);
+	for (i = 0; i < 2; i++)
+		CHECK_EQ(pthread_join(th[i], NULL), 0);
+	CHECK_EQ(atomic_load(&handoffs), HANDOFFS);
+	CHECK_EQ(ibtrs_tags_free_count(&tags), 1);
+	ibtrs_tags_destroy(&tags);
+}
+
 static void *hammer(void *arg)
 {
 	unsigned long long s = (unsigned long long)(uintptr_t)arg;
@@ -263,6 +316,7 @@ int main(void)
 	test_sizes();
 	test_wait_and_shutdown();
 	test_wake_batch();
+	test_handoff();
 	test_threads();
 	printf("tags: ok\n");
 	return 0;
