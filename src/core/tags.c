@@ -8,8 +8,8 @@
  * that has one; a put sets the id's bit in its shard. A get that finds
  * nothing and may wait registers as a waiter first, then looks again
  * under wait_lock, then sleeps; a put checks for waiters after its id is
- * visible and wakes under wait_lock, so no wake-up is lost. Which puts
- * wake whom: tags.h.
+ * visible, passes through wait_lock and then wakes, so no wake-up is
+ * lost. Which puts wake whom: tags.h.
  */
 #include <errno.h>
 #include <sched.h>
@@ -198,12 +198,18 @@ void ibtrs_tags_put(struct ibtrs_tags *t, uint32_t id, bool more)
 			    t->wake_batch)
 		return;
 	atomic_store_explicit(&t->wake_pending, 0, memory_order_relaxed);
+	/*
+	 * A waiter holds wait_lock from its last look until it sleeps, so
+	 * taking the lock here orders this put after that look or the look
+	 * after the put. The signal follows the unlock: a waiter woken under
+	 * the lock would only block again on it.
+	 */
 	pthread_mutex_lock(&t->wait_lock);
+	pthread_mutex_unlock(&t->wait_lock);
 	if (more)
 		pthread_cond_signal(&t->wait_cond);
 	else
 		pthread_cond_broadcast(&t->wait_cond);
-	pthread_mutex_unlock(&t->wait_lock);
 }
 
 void ibtrs_tags_shutdown(struct ibtrs_tags *t)
