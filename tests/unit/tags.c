@@ -234,20 +234,27 @@ static void *pingpong(void *arg)
 	return NULL;
 }
 
-static void test_handoff(void)
+/* Run @fn on @n threads (at most 16), each with its own seed, to the end. */
+static void run_threads(void *(*fn)(void *), int n, int seed)
 {
-	pthread_t th[2];
+	pthread_t th[16];
 	int i;
 
+	CHECK(n <= 16);
+	for (i = 0; i < n; i++)
+		CHECK_EQ(pthread_create(&th[i], NULL, fn,
+					(void *)(uintptr_t)(seed + i)),
+			 0);
+	for (i = 0; i < n; i++)
+		CHECK_EQ(pthread_join(th[i], NULL), 0);
+}
+
+static void test_handoff(void)
+{
 	CHECK_EQ(ibtrs_tags_init(&tags, 1, 1), 0);
 	tags.recheck_ms = 60000;
 	atomic_store(&handoffs, 0);
-	for (i = 0; i < 2; i++)
-		CHECK_EQ(pthread_create(&th[i], NULL, pingpong,
-					(void *)(uintptr_t)(i + 7)),
-			 0);
-	for (i = 0; i < 2; i++)
-		CHECK_EQ(pthread_join(th[i], NULL), 0);
+	run_threads(pingpong, 2, 7);
 	CHECK_EQ(atomic_load(&handoffs), HANDOFFS);
 	CHECK_EQ(ibtrs_tags_free_count(&tags), 1);
 	ibtrs_tags_destroy(&tags);
@@ -292,17 +299,9 @@ static void *hammer(void *arg)
 
 static void test_threads(void)
 {
-	pthread_t th[16];
-	int i;
-
 	/* 16 threads holding up to 8 each share 64 ids: some must wait. */
 	CHECK_EQ(ibtrs_tags_init(&tags, NR, 0), 0);
-	for (i = 0; i < 16; i++)
-		CHECK_EQ(pthread_create(&th[i], NULL, hammer,
-					(void *)(uintptr_t)(i + 1)),
-			 0);
-	for (i = 0; i < 16; i++)
-		CHECK_EQ(pthread_join(th[i], NULL), 0);
+	run_threads(hammer, 16, 1);
 	CHECK_EQ(ibtrs_tags_free_count(&tags), NR);
 	ibtrs_tags_destroy(&tags);
 }
