@@ -154,6 +154,17 @@ static uint64_t loop_adapt(uint64_t win_ns, uint64_t gap_ns, uint64_t max_ns)
 	return win_ns < LOOP_ADAPT_START_NS ? 0 : win_ns;
 }
 
+/* The busy polling setting: microseconds (0: none), and whether adaptive. */
+static uint32_t loop_busy_setting(struct ibtrs_loop *loop, bool *adaptive)
+{
+	uint32_t us =
+		atomic_load_explicit(&loop->busy_poll_us, memory_order_relaxed);
+
+	*adaptive = us && atomic_load_explicit(&loop->busy_adaptive,
+					       memory_order_relaxed);
+	return us;
+}
+
 static void *loop_thread(void *arg)
 {
 	struct ibtrs_loop *loop = arg;
@@ -162,11 +173,8 @@ static void *loop_thread(void *arg)
 
 	pthread_setname_np(pthread_self(), loop->name);
 	for (;;) {
-		uint32_t busy_us = atomic_load_explicit(&loop->busy_poll_us,
-							memory_order_relaxed);
-		bool adaptive = busy_us &&
-				atomic_load_explicit(&loop->busy_adaptive,
-						     memory_order_relaxed);
+		bool adaptive;
+		uint32_t busy_us = loop_busy_setting(loop, &adaptive);
 		uint64_t poll_ns = adaptive ? win_ns
 					    : (uint64_t)busy_us * 1000u;
 		int i, n, timeout = -1;
@@ -191,11 +199,7 @@ static void *loop_thread(void *arg)
 		if (n > 0)
 			loop->now_ns = ibtrs_now_ns();
 		/* A setting changed while asleep counts from this event on. */
-		busy_us = atomic_load_explicit(&loop->busy_poll_us,
-					       memory_order_relaxed);
-		adaptive = busy_us &&
-			   atomic_load_explicit(&loop->busy_adaptive,
-						memory_order_relaxed);
+		busy_us = loop_busy_setting(loop, &adaptive);
 		/* Woken from a sleep: would a longer window have caught it? */
 		if (n > 0 && adaptive && timeout) {
 			win_ns = loop_adapt(win_ns,
