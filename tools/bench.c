@@ -1911,11 +1911,8 @@ int cmd_bench(int argc, char *argv[])
 		tool_err("missing --path (try '%s bench --help')", TOOL_NAME);
 		return TOOL_EXIT_USAGE;
 	}
-	if (cfg.busy_poll_adaptive && !cfg.busy_poll_us) {
-		tool_err(
-			"--busy-poll-adaptive needs --busy-poll US, the longest window");
+	if (!tool_busy_poll_ok(cfg.busy_poll_us, cfg.busy_poll_adaptive))
 		return TOOL_EXIT_USAGE;
-	}
 	if (cfg.qd < cfg.threads)
 		cfg.qd = cfg.threads;
 	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO);

@@ -638,11 +638,8 @@ int cmd_server(int argc, char *argv[])
 		tool_err("--null and --backing-file exclude each other");
 		return TOOL_EXIT_USAGE;
 	}
-	if (cfg.busy_poll_adaptive && !cfg.busy_poll_us) {
-		tool_err(
-			"--busy-poll-adaptive needs --busy-poll US, the longest window");
+	if (!tool_busy_poll_ok(cfg.busy_poll_us, cfg.busy_poll_adaptive))
 		return TOOL_EXIT_USAGE;
-	}
 	if (listen_str) {
 		struct ibtrs_addr addr = { .src = NULL, .dst = &listen_ss };
 

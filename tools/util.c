@@ -151,6 +151,24 @@ int tool_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 }
 
 /**
+ * tool_busy_poll_ok() - check --busy-poll-adaptive against --busy-poll
+ * @busy_poll_us: the --busy-poll value, 0 when not given
+ * @adaptive: --busy-poll-adaptive was given
+ *
+ * Return: false, with the error reported, when the window adapts but has
+ * no longest value.
+ */
+bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive)
+{
+	if (adaptive && !busy_poll_us) {
+		tool_err(
+			"--busy-poll-adaptive needs --busy-poll US, the longest window");
+		return false;
+	}
+	return true;
+}
+
+/**
  * tool_parse_size() - parse a byte count with an optional k, m or g suffix
  * @s: the text: digits and an optional suffix (k/K = 1024, m/M = 1024^2,
  *     g/G = 1024^3)
