@@ -12,17 +12,6 @@
 #include "idset.h"
 #include "test.h"
 
-static uint64_t rng_state = 0x1234567887654321ull;
-
-static uint64_t rng(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static bool seen(struct idset *s, uint64_t id)
 {
 	bool now_full = false, r = idset_seen(s, id, &now_full);
@@ -90,14 +79,15 @@ static void check_edges(struct idset *s)
 /* Ids of no particular shape: random 64-bit values. */
 static void check_random(struct idset *s)
 {
-	uint64_t saved = rng_state, before = count_of(s);
+	unsigned long long rs = 0x1234567887654321ull;
+	uint64_t before = count_of(s);
 	unsigned int i;
 
 	for (i = 0; i < 5000; i++)
-		CHECK(!seen(s, rng() | 1));
-	rng_state = saved;
+		CHECK(!seen(s, t_rand(&rs) | 1));
+	rs = 0x1234567887654321ull;
 	for (i = 0; i < 5000; i++)
-		CHECK(seen(s, rng() | 1));
+		CHECK(seen(s, t_rand(&rs) | 1));
 	CHECK_EQ(count_of(s), before + 5000);
 }
 
