@@ -107,8 +107,10 @@ for k in ("wire.w4kbp", "wire.r4kbp"):
 EOF
 
 # --idle-poll: while the run lasts, idle CPUs poll instead of halting. The
-# cpuidle counters must show it: entries into the polling state and none
-# into any other. Needs the PM QoS device (root) and a cpuidle driver.
+# cpuidle counters must show it: entries into the polling state and, in any
+# other state, at most one per CPU. The kernel counts an entry when the CPU
+# leaves the state, so a CPU that halted just before the request counts
+# once when it wakes. Needs the PM QoS device (root) and a cpuidle driver.
 if [ ! -w /dev/cpu_dma_latency ] ||
 	[ ! -d /sys/devices/system/cpu/cpu0/cpuidle/state0 ]; then
 	echo "PASS: bench/compare printed the table with ibtrs figures" \
@@ -123,12 +125,12 @@ rc=$?
 [ $rc -eq 0 ] || fail "bench/compare --idle-poll exited with status $rc"
 grep -q '^idle CPUs: poll ' "$tmp/out" || fail "--idle-poll not in the header"
 python3 - "$tmp/idle.json" <<'EOF' || fail "--idle-poll check failed"
-import json, sys
+import json, os, sys
 idle = json.load(open(sys.argv[1]))["idle_entries"]
 if not idle.get("POLL", 0) > 0:
     sys.exit("no entry into the POLL idle state: %s" % idle)
 halted = {k: v for k, v in idle.items() if k != "POLL" and v}
-if halted:
+if sum(halted.values()) > (os.cpu_count() or 1):
     sys.exit("idle CPUs halted under --idle-poll: %s" % halted)
 EOF
 
