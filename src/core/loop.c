@@ -28,17 +28,25 @@ struct ibtrs_loop {
 	pthread_mutex_t lock;
 	struct ibtrs_work *head, *tail; /* under @lock */
 	bool stop;			/* under @lock */
+	bool sleeping; /* under @lock: waits in epoll_wait with a timeout */
 	void (*tick)(void *arg);
 	void *tick_arg;
 	_Atomic uint32_t busy_poll_us; /* spin this long after an event */
 	_Atomic bool busy_adaptive;    /* ...at most, see loop_adapt() */
 	_Atomic uint64_t empty_polls;  /* spins that found nothing */
+	_Atomic uint64_t kicks;	       /* eventfd writes that woke it */
 	_Atomic uint64_t poll_win_ns;  /* the adaptive window now */
 	uint64_t now_ns;	       /* loop thread: ibtrs_loop_now_ns() */
 	char name[16];
 };
 
 static uint64_t (*_Atomic test_clock)(void);
+static void (*_Atomic test_sleep_hook)(struct ibtrs_loop *loop);
+
+void ibtrs_set_test_sleep_hook(void (*fn)(struct ibtrs_loop *loop))
+{
+	atomic_store(&test_sleep_hook, fn);
+}
 
 void ibtrs_set_test_clock(uint64_t (*clock_fn)(void))
 {
@@ -70,17 +78,22 @@ static void loop_kick(struct ibtrs_loop *loop)
 {
 	uint64_t one = 1;
 
+	atomic_fetch_add_explicit(&loop->kicks, 1, memory_order_relaxed);
 	/* A full counter still wakes the loop: nothing to do on failure. */
 	if (write(loop->wake.fd, &one, sizeof(one)) < 0)
 		return;
 }
 
-/* Runs every queued work item; returns true if the loop must stop. */
-static bool loop_run_work(struct ibtrs_loop *loop)
+/*
+ * Runs every queued work item; returns true if the loop must stop. Sets
+ * @ran if there was any.
+ */
+static bool loop_run_work(struct ibtrs_loop *loop, bool *ran)
 {
 	struct ibtrs_work *w;
 	bool stop, first = true;
 
+	*ran = false;
 	for (;;) {
 		pthread_mutex_lock(&loop->lock);
 		w = loop->head;
@@ -98,6 +111,7 @@ static bool loop_run_work(struct ibtrs_loop *loop)
 		if (first)
 			loop->now_ns = ibtrs_now_ns();
 		first = false;
+		*ran = true;
 		w->fn(w);
 	}
 }
@@ -123,6 +137,34 @@ static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
 	if (read(src->fd, &v, sizeof(v)) != sizeof(v))
 		return;
 	loop->tick(loop->tick_arg);
+}
+
+/*
+ * The loop is about to sleep: from here on, work queued by another thread
+ * kicks it awake (ibtrs_loop_queue()). Returns false, and the loop must
+ * not sleep, if work was queued since it last looked.
+ */
+static bool loop_sleep_begin(struct ibtrs_loop *loop)
+{
+	void (*hook)(struct ibtrs_loop *) =
+		atomic_load_explicit(&test_sleep_hook, memory_order_relaxed);
+	bool empty;
+
+	if (hook)
+		hook(loop);
+
+	pthread_mutex_lock(&loop->lock);
+	empty = !loop->head;
+	loop->sleeping = empty;
+	pthread_mutex_unlock(&loop->lock);
+	return empty;
+}
+
+static void loop_sleep_end(struct ibtrs_loop *loop)
+{
+	pthread_mutex_lock(&loop->lock);
+	loop->sleeping = false;
+	pthread_mutex_unlock(&loop->lock);
 }
 
 /*
@@ -178,14 +220,22 @@ static void *loop_thread(void *arg)
 		uint64_t poll_ns = adaptive ? win_ns
 					    : (uint64_t)busy_us * 1000u;
 		int i, n, timeout = -1;
+		bool ran;
 
-		if (loop_run_work(loop))
+		if (loop_run_work(loop, &ran))
 			break;
+		/* Work queued by other threads is activity as events are. */
+		if (ran && busy_us)
+			idle_ns = ibtrs_real_now_ns();
 		/* Busy polling: no sleep (and no wake-up) for an event that
 		 * comes within the window after the loop ran out of events. */
 		if (poll_ns && ibtrs_real_now_ns() - idle_ns < poll_ns)
 			timeout = 0;
+		if (timeout && !loop_sleep_begin(loop))
+			continue;
 		n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, timeout);
+		if (timeout)
+			loop_sleep_end(loop);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -341,12 +391,17 @@ void ibtrs_loop_queue(struct ibtrs_loop *loop, struct ibtrs_work *w)
 		else
 			loop->head = w;
 		loop->tail = w;
-		kick = true;
+		/*
+		 * Only a sleeping loop needs the system call: one that is
+		 * running or polling runs the work before it can sleep
+		 * (loop_sleep_begin() looks), and so does the loop thread.
+		 * The first kick of a sleep is enough.
+		 */
+		kick = loop->sleeping;
+		loop->sleeping = false;
 	}
 	pthread_mutex_unlock(&loop->lock);
-	/* The loop thread runs queued work before it waits again: waking
-	 * it from itself would only cost a system call. */
-	if (kick && !ibtrs_loop_on_thread(loop))
+	if (kick)
 		loop_kick(loop);
 }
 
@@ -393,7 +448,13 @@ void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j)
 				       memory_order_relaxed));
 	json_u64(j, "window_us", ibtrs_loop_poll_window_ns(loop) / 1000);
 	json_u64(j, "empty_polls", ibtrs_loop_empty_polls(loop));
+	json_u64(j, "kicks", ibtrs_loop_kicks(loop));
 	json_obj_end(j);
+}
+
+uint64_t ibtrs_loop_kicks(struct ibtrs_loop *loop)
+{
+	return atomic_load_explicit(&loop->kicks, memory_order_relaxed);
 }
 
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop)

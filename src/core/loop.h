@@ -66,12 +66,19 @@ uint64_t ibtrs_loop_poll_window_ns(struct ibtrs_loop *loop);
 
 /*
  * Add the loop's busy polling to @j as object "poll": busy_poll_us,
- * adaptive, window_us (the adaptive window now) and empty_polls.
+ * adaptive, window_us (the adaptive window now), empty_polls and kicks.
  */
 void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j);
 
 /* Polls of a busy-polling loop that found nothing, since its creation. */
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop);
+
+/*
+ * Times the loop was woken from a sleep by a system call (work queued, or
+ * the stop), since its creation. Work queued while the loop is running or
+ * polling costs none: it runs before the loop sleeps again.
+ */
+uint64_t ibtrs_loop_kicks(struct ibtrs_loop *loop);
 
 /*
  * Take @w off the queue if it is queued. It may be running already unless
@@ -110,5 +117,11 @@ uint64_t ibtrs_loop_batch_ns(const struct ibtrs_loop *loop);
  * time; with an injected clock it only looks at the injected time.
  */
 void ibtrs_set_test_clock(uint64_t (*clock_fn)(void));
+
+/*
+ * Tests only: @fn runs on a loop thread that ran out of work and is about
+ * to sleep, before it looks at its queue a last time (NULL: none).
+ */
+void ibtrs_set_test_sleep_hook(void (*fn)(struct ibtrs_loop *loop));
 
 #endif /* IBTRS_LOOP_H */

@@ -47,6 +47,7 @@ if mode == "check":          # check BENCH_PID SRV_PID SESS
         assert poll["busy_poll_us"] == 2000 and poll["adaptive"], poll
         assert 0 <= poll["window_us"] <= 2000, poll
         assert poll["empty_polls"] > 0, poll
+        assert "kicks" in poll, poll
 elif mode == "policy":       # policy PID SESS
     print(client(sys.argv[2], sys.argv[3])["policy"])
 elif mode == "state":        # state PID SESS IDX
