@@ -79,9 +79,9 @@ static void spin_fn(struct ibtrs_work *w)
 }
 
 /*
- * struct racer - a thread that queues one item at a time of its choice
- * (0..99 us) after the loop thread started a 50 us item: some land while
- * it runs, some as it runs dry and goes to sleep, some while it sleeps.
+ * struct racer - a thread that queues one item @delay_us (0..99) after
+ * the loop thread was given a 50 us item: some items land while that one
+ * runs, some as the loop runs dry and goes to sleep, some while it sleeps.
  */
 struct racer {
 	struct ibtrs_loop *loop;
