@@ -64,6 +64,10 @@ n=$(grep -Ec 'raw TCP loop, busy poll +[0-9]+(\.[0-9]+)?k .* [0-9]+\.[0-9]+x ' \
 [ "$n" -eq 2 ] || fail "expected 2 rows against the raw TCP loop, got $n"
 grep -q '^row ' "$tmp/out" || fail "table header missing"
 grep -q '^Load average' "$tmp/out" || fail "load average line missing"
+# The header names the congestion control every socket of the run got.
+cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo n/a)
+grep -q "^TCP congestion control: $cc " "$tmp/out" ||
+	fail "header does not say the congestion control ($cc)"
 
 python3 - "$tmp/raw.json" <<'EOF' || fail "raw JSON check failed"
 import json, sys
