@@ -228,8 +228,9 @@ static void *loop_thread(void *arg)
 		if (ran && busy_us)
 			idle_ns = ibtrs_real_now_ns();
 		/* Busy polling: no sleep (and no wake-up) for an event that
-		 * comes within the window after the loop ran out of events. */
-		if (poll_ns && ibtrs_real_now_ns() - idle_ns < poll_ns)
+		 * comes within the window after the loop ran out of events;
+		 * work that just ran opened it anew. */
+		if (poll_ns && (ran || ibtrs_real_now_ns() - idle_ns < poll_ns))
 			timeout = 0;
 		if (timeout && !loop_sleep_begin(loop))
 			continue;
