@@ -90,14 +90,14 @@ void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tool_opt_error(const char *cmd, int c, char *const argv[],
 		   const struct option *longopts);
 int tool_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tool_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tool_parse_seconds(const char *s, double *out);
 
 /*
  * --busy-poll-adaptive needs --busy-poll US (the longest window): false,
  * with the error reported, when it came without it.
  */
 bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive);
-int tool_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
-int tool_parse_seconds(const char *s, double *out);
 uint64_t tool_now_ns(void);
 int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us);
 uint64_t tool_random64(void);

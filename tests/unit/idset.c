@@ -79,13 +79,14 @@ static void check_edges(struct idset *s)
 /* Ids of no particular shape: random 64-bit values. */
 static void check_random(struct idset *s)
 {
-	unsigned long long rs = 0x1234567887654321ull;
+	const unsigned long long seed = 0x1234567887654321ull;
+	unsigned long long rs = seed;
 	uint64_t before = count_of(s);
 	unsigned int i;
 
 	for (i = 0; i < 5000; i++)
 		CHECK(!seen(s, t_rand(&rs) | 1));
-	rs = 0x1234567887654321ull;
+	rs = seed; /* the same ids again */
 	for (i = 0; i < 5000; i++)
 		CHECK(seen(s, t_rand(&rs) | 1));
 	CHECK_EQ(count_of(s), before + 5000);
