@@ -21,9 +21,19 @@
  * without the early flush never makes them readable there. Then the
  * client reads the 96 answers, in order.
  *
- * Last, two sends posted from the main thread while the loop is idle: a
+ * Then two sends posted from the main thread while the loop is idle: a
  * plain one goes out from the posting thread, a lazy one
  * (IBTRS_XPRT_LAZY) from the loop thread, as their completions show.
+ *
+ * Last, a stream of large frames: 16 SENDs of 32 KiB, each answered as
+ * before, fewer than 24 answers and only a few bytes of them. What waits
+ * goes out once the batch has read TCP_EARLY_RX (256 KiB) since the last
+ * flush. The client writes each frame only once the server has begun the
+ * one before it, and the handler waits until that next frame is in the
+ * server's socket: the loop reads all 16 in one batch and never finds
+ * the socket empty between them. After 4 frames (128 KiB) no answer may
+ * be readable yet; after 12 (384 KiB) the first ones must be, in order.
+ * Without the rule they would leave only at the end of the batch.
  */
 #include <endian.h>
 #include <errno.h>
@@ -54,7 +64,11 @@
 #define PROBE_LOW 16 /* receives handled when nothing may have left */
 #define PROBE_AT 64  /* receives handled when early answers must be there */
 #define NR_RECVS 128
-#define RBUF_LEN 64
+#define BIG_FRAMES 16
+#define BIG_LEN (32u << 10)
+#define BIG_LOW 4 /* large frames handled when nothing may have left */
+#define BIG_AT 12 /* large frames handled when early answers must be there */
+#define RBUF_LEN BIG_LEN
 #define REQ_LEN 16
 #define RSP_LEN 8
 #define RSP_FRAME (sizeof(struct tcp_frame) + RSP_LEN)
@@ -84,6 +98,11 @@ static struct {
 	int cli_fd; /* the raw client socket, probed by the handler */
 	bool parked, go;
 	unsigned int recvs, sends;
+	unsigned int big_begun; /* large frames whose handler has begun */
+	unsigned int big_sent;	/* large frames the client has written */
+	bool big_low_readable, big_readable;
+	unsigned int big_answers; /* whole answers queued at the probe */
+	bool big_in_order;
 	int bad_line;
 	bool low_readable;
 	bool probed, now_readable, readable;
@@ -97,7 +116,7 @@ static struct {
 	bool lazy_done[2], lazy_on_loop[2];
 
 	/* loop thread */
-	uint64_t rsp[NR_FRAMES];
+	uint64_t rsp[NR_FRAMES + BIG_FRAMES];
 	unsigned int handled;
 } srv;
 
@@ -115,12 +134,13 @@ static int inq_bytes(int fd)
 
 /*
  * The answers queued in @fd, peeked at without taking them: whole answer
- * frames into *@answers, whether they are answers 0, 1, ... in *@in_order,
- * the TCP_OP_HDRS frames before them into *@runs. The queue starts at a
- * frame boundary, as the client has read nothing but the hello yet.
+ * frames into *@answers, whether they are answers @base, @base + 1, ...
+ * in *@in_order, the TCP_OP_HDRS frames before them into *@runs. The
+ * queue starts at a frame boundary: the client has read every answer
+ * before @base.
  */
-static void peek_answers(int fd, unsigned int *answers, bool *in_order,
-			 unsigned long *runs)
+static void peek_answers(int fd, unsigned int base, unsigned int *answers,
+			 bool *in_order, unsigned long *runs)
 {
 	static unsigned char buf[RSP_STREAM_MAX];
 	static struct tcp_frame f[NR_FRAMES];
@@ -138,7 +158,7 @@ static void peek_answers(int fd, unsigned int *answers, bool *in_order,
 	for (i = 0; i < n; i++) {
 		memcpy(&v, buf + off[i], sizeof(v));
 		if (f[i].op != TCP_OP_SEND || f[i].len != RSP_LEN ||
-		    le64toh(v) != i)
+		    le64toh(v) != base + i)
 			*in_order = false;
 		plain += sizeof(struct tcp_frame) + f[i].len;
 	}
@@ -157,28 +177,39 @@ static void srv_bad(int line)
 	pthread_mutex_unlock(&srv.x.lock);
 }
 
-/* One receive: answer it, post the receive again, probe the client. */
-static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
+/* The fill byte of large frame @k. */
+static unsigned char big_fill(unsigned int k)
 {
-	unsigned int n = srv.handled, slot = n % NR_RECVS;
-	struct iovec iov;
-	uint64_t idx;
-	bool low = false, now = false, later = false, in_order = false;
-	unsigned int answers = 0;
-	unsigned long runs = 0;
-	double t0 = 0, waited = 0;
-	int fd, bytes = 0;
+	return (unsigned char)(0x40 + k);
+}
 
-	if (wc->status || wc->byte_len != REQ_LEN || wc->wr_id != slot ||
-	    n >= NR_FRAMES) {
-		srv_bad(__LINE__);
-		return;
+/* Wait until the server acknowledged everything @fd sent: true, or false
+ * after @ms. */
+static bool client_acked(int fd, int ms)
+{
+	double end = t_now() + ms / 1000.0;
+	int outq;
+
+	for (;;) {
+		if (ioctl(fd, SIOCOUTQ, &outq))
+			return false;
+		if (!outq)
+			return true;
+		if (t_now() > end)
+			return false;
+		usleep(100);
 	}
-	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
-	if (le64toh(idx) != n) {
-		srv_bad(__LINE__);
-		return;
-	}
+}
+
+/*
+ * Receive @n, in @slot, checked: answer it with its index, post the
+ * receive again. False if either post failed.
+ */
+static bool srv_answer(struct ibtrs_xprt_con *con, unsigned int n,
+		       unsigned int slot)
+{
+	struct iovec iov;
+
 	srv.rsp[n] = htole64(n);
 	iov.iov_base = &srv.rsp[n];
 	iov.iov_len = RSP_LEN;
@@ -186,9 +217,92 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	if (ops->post_send(con, &iov, 1, n, IBTRS_XPRT_SIGNALED) ||
 	    ops->post_recv(con, srv.x.rbuf[slot], RBUF_LEN, slot)) {
 		srv_bad(__LINE__);
+		return false;
+	}
+	srv.handled = n + 1;
+	return true;
+}
+
+/*
+ * Large frame @k of the stream, receive @n in @slot: answer it, probe the
+ * client after BIG_LOW and BIG_AT of them, then let the client write the
+ * next one and wait until it is all in the server's socket.
+ */
+static void srv_big_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc,
+			 unsigned int n, unsigned int slot)
+{
+	unsigned int k = n - NR_FRAMES, answers = 0;
+	bool low = false, readable = false, in_order = false, next = true;
+	unsigned long runs = 0;
+	uint64_t idx;
+	int fd;
+
+	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
+	if (k >= BIG_FRAMES || wc->byte_len != BIG_LEN || le64toh(idx) != n ||
+	    srv.x.rbuf[slot][BIG_LEN - 1] != big_fill(k)) {
+		srv_bad(__LINE__);
 		return;
 	}
-	srv.handled = ++n;
+	if (!srv_answer(con, n, slot))
+		return;
+
+	pthread_mutex_lock(&srv.x.lock);
+	fd = srv.cli_fd;
+	pthread_mutex_unlock(&srv.x.lock);
+	if (k + 1 == BIG_LOW)
+		low = xsrv_readable(fd, 0);
+	if (k + 1 == BIG_AT) {
+		readable = xsrv_readable(fd, PROBE_WAIT_MS);
+		peek_answers(fd, NR_FRAMES, &answers, &in_order, &runs);
+	}
+
+	pthread_mutex_lock(&srv.x.lock);
+	srv.recvs = n + 1;
+	if (k + 1 == BIG_LOW)
+		srv.big_low_readable = low;
+	if (k + 1 == BIG_AT) {
+		srv.big_readable = readable;
+		srv.big_answers = answers;
+		srv.big_in_order = in_order;
+	}
+	srv.big_begun = k + 1;
+	pthread_cond_broadcast(&srv.x.cond);
+	if (k + 1 < BIG_FRAMES) {
+		SRV_WAIT(srv.big_sent > k + 1);
+		next = srv.big_sent > k + 1;
+	}
+	pthread_mutex_unlock(&srv.x.lock);
+	if (k + 1 < BIG_FRAMES && !(next && client_acked(fd, WAIT_MS)))
+		srv_bad(__LINE__);
+}
+
+/* One receive: answer it, post the receive again, probe the client. */
+static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
+{
+	unsigned int n = srv.handled, slot = n % NR_RECVS;
+	uint64_t idx;
+	bool low = false, now = false, later = false, in_order = false;
+	unsigned int answers = 0;
+	unsigned long runs = 0;
+	double t0 = 0, waited = 0;
+	int fd, bytes = 0;
+
+	if (wc->status || wc->wr_id != slot) {
+		srv_bad(__LINE__);
+		return;
+	}
+	if (n >= NR_FRAMES) {
+		srv_big_recv(con, wc, n, slot);
+		return;
+	}
+	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
+	if (wc->byte_len != REQ_LEN || le64toh(idx) != n) {
+		srv_bad(__LINE__);
+		return;
+	}
+	if (!srv_answer(con, n, slot))
+		return;
+	n++;
 
 	pthread_mutex_lock(&srv.x.lock);
 	fd = srv.cli_fd;
@@ -206,7 +320,7 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		later = now || xsrv_readable(fd, PROBE_WAIT_MS);
 		waited = t_now() - t0;
 		bytes = inq_bytes(fd);
-		peek_answers(fd, &answers, &in_order, &runs);
+		peek_answers(fd, 0, &answers, &in_order, &runs);
 	}
 
 	pthread_mutex_lock(&srv.x.lock);
@@ -274,19 +388,86 @@ static void loop_sync(void *arg)
 /* Wait until the server acknowledged everything @fd sent. */
 static void wait_acked(int fd)
 {
-	double end = t_now() + WAIT_MS / 1000.0;
-	int outq;
+	int outq = -1;
 
-	for (;;) {
-		CHECK_EQ(ioctl(fd, SIOCOUTQ, &outq), 0);
-		if (!outq)
-			return;
-		if (t_now() > end) {
-			fprintf(stderr, "client: %d bytes never acked\n", outq);
-			exit(1);
-		}
-		usleep(1000);
+	if (client_acked(fd, WAIT_MS))
+		return;
+	ioctl(fd, SIOCOUTQ, &outq);
+	fprintf(stderr, "client: %d bytes never acked\n", outq);
+	exit(1);
+}
+
+/*
+ * The stream of large frames: frame i once the server has begun frame
+ * i - 1; then the answers, in order.
+ */
+static void big_stream(int fd)
+{
+	static char big[sizeof(struct tcp_frame) + BIG_LEN];
+	struct tcp_frame f;
+	char payload[RSP_LEN];
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < BIG_FRAMES; i++) {
+		struct tcp_frame w = {
+			.op = TCP_OP_SEND,
+			.len = htole32(BIG_LEN),
+		};
+
+		pthread_mutex_lock(&srv.x.lock);
+		SRV_WAIT(srv.big_begun >= i || srv.bad_line || srv.x.errs);
+		CHECK(srv.big_begun >= i);
+		pthread_mutex_unlock(&srv.x.lock);
+		memcpy(big, &w, sizeof(w));
+		v = htole64(NR_FRAMES + i);
+		memcpy(big + sizeof(w), &v, sizeof(v));
+		memset(big + sizeof(w) + sizeof(v), big_fill(i),
+		       BIG_LEN - sizeof(v));
+		CHECK_EQ(rt_send_all(fd, big, sizeof(big), WAIT_MS, NULL), 0);
+		pthread_mutex_lock(&srv.x.lock);
+		srv.big_sent = i + 1;
+		pthread_cond_broadcast(&srv.x.cond);
+		pthread_mutex_unlock(&srv.x.lock);
 	}
+
+	pthread_mutex_lock(&srv.x.lock);
+	SRV_WAIT((srv.recvs == NR_FRAMES + BIG_FRAMES &&
+		  srv.sends == NR_FRAMES + BIG_FRAMES) ||
+		 srv.x.errs || srv.bad_line);
+	if (srv.bad_line || srv.x.errs) {
+		fprintf(stderr,
+			"stream: %u errors (%d), unexpected completion at "
+			"line %d\n",
+			srv.x.errs, srv.x.err, srv.bad_line);
+		exit(1);
+	}
+	CHECK_EQ(srv.recvs, NR_FRAMES + BIG_FRAMES);
+	CHECK_EQ(srv.sends, NR_FRAMES + BIG_FRAMES);
+	printf("stream of %u frames of %u bytes: after %d, %s; after %d, "
+	       "%s, %u whole answers%s\n",
+	       BIG_FRAMES, BIG_LEN, BIG_LOW,
+	       srv.big_low_readable ? "answers readable" : "nothing readable",
+	       BIG_AT, srv.big_readable ? "readable" : "not readable",
+	       srv.big_answers,
+	       srv.big_in_order ? " in order" : " OUT OF ORDER");
+	/* 128 KiB read: the answers still held for the batch. */
+	CHECK(!srv.big_low_readable);
+	/* 384 KiB read: the first ones left during the batch. */
+	CHECK(srv.big_readable);
+	CHECK(srv.big_answers >= 1);
+	CHECK(srv.big_answers <= BIG_AT);
+	CHECK(srv.big_in_order);
+	pthread_mutex_unlock(&srv.x.lock);
+
+	for (i = 0; i < BIG_FRAMES; i++) {
+		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
+		CHECK_EQ(f.op, TCP_OP_SEND);
+		CHECK_EQ(f.len, RSP_LEN);
+		memcpy(&v, payload, sizeof(v));
+		CHECK_EQ(le64toh(v), NR_FRAMES + i);
+	}
+	CHECK(!xsrv_readable(fd, 0));
 }
 
 int main(void)
@@ -449,6 +630,8 @@ int main(void)
 	CHECK(!srv.lazy_on_loop[0]);
 	CHECK(srv.lazy_on_loop[1]);
 	pthread_mutex_unlock(&srv.x.lock);
+
+	big_stream(fd);
 
 	xsrv_close(&srv.x);
 	pthread_mutex_lock(&srv.x.lock);

@@ -6,8 +6,9 @@
  * flushing gathers every queued frame (headers and the callers' buffers)
  * into one sendmsg. While the loop thread is processing received frames it
  * holds the flush back, so that the answers it posts leave together, up to
- * TCP_EARLY_FRAMES or TCP_EARLY_BYTES: then they leave early and the peer
- * works on them while the rest of the batch is parsed.
+ * TCP_EARLY_FRAMES or TCP_EARLY_BYTES, or until the batch has read
+ * TCP_EARLY_RX: then they leave early and the peer works on them while
+ * the rest of the batch is parsed.
  *
  * Receive side: reads land in a staging buffer that holds many small frames
  * per system call; a payload that did not arrive with its header is read
@@ -60,6 +61,13 @@
  */
 #define TCP_EARLY_FRAMES 24
 #define TCP_EARLY_BYTES (512u << 10)
+/*
+ * And what waits goes out once the batch has read this much since the
+ * last flush: a stream of large payloads parses slowly, and the answers
+ * to its first frames (completions, new requests) are what keeps the
+ * peer busy while the rest is read.
+ */
+#define TCP_EARLY_RX (256u << 10)
 #define TCP_FLUSH_IOVS 1024
 #define TCP_MAX_PENDING 128	  /* accepted sockets waiting for their hello */
 #define TCP_HELLO_TIMEOUT_MS 5000 /* a peer silent this long is dropped */
@@ -1064,7 +1072,7 @@ static ssize_t tcp_rx_read(struct tcp_con *c)
 static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 {
 	struct tcp_con *c = container_of(src, struct tcp_con, src);
-	size_t budget = 0;
+	size_t budget = 0, flushed_at = 0;
 	int ret = 0;
 
 	if (events & EPOLLOUT) {
@@ -1095,6 +1103,10 @@ static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 		ret = tcp_rx_parse(c);
 		if (ret)
 			break;
+		if (budget - flushed_at >= TCP_EARLY_RX) {
+			tcp_flush(c);
+			flushed_at = budget;
+		}
 	}
 
 	pthread_mutex_lock(&c->sq_lock);
