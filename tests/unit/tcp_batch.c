@@ -183,8 +183,10 @@ static unsigned char big_fill(unsigned int k)
 	return (unsigned char)(0x40 + k);
 }
 
-/* Wait until the server acknowledged everything @fd sent: true, or false
- * after @ms. */
+/*
+ * Wait until the server acknowledged everything @fd sent: true, or false
+ * after @ms.
+ */
 static bool client_acked(int fd, int ms)
 {
 	double end = t_now() + ms / 1000.0;
