@@ -399,6 +399,24 @@ static void wait_acked(int fd)
 	exit(1);
 }
 
+/* Read answers @base to @base + @n - 1, in order, and no more. */
+static void recv_answers(int fd, unsigned int base, unsigned int n)
+{
+	struct tcp_frame f;
+	char payload[RSP_LEN];
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < n; i++) {
+		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
+		CHECK_EQ(f.op, TCP_OP_SEND);
+		CHECK_EQ(f.len, RSP_LEN);
+		memcpy(&v, payload, sizeof(v));
+		CHECK_EQ(le64toh(v), base + i);
+	}
+	CHECK(!xsrv_readable(fd, 0));
+}
+
 /*
  * The stream of large frames: frame i once the server has begun frame
  * i - 1; then the answers, in order.
@@ -406,8 +424,6 @@ static void wait_acked(int fd)
 static void big_stream(int fd)
 {
 	static char big[sizeof(struct tcp_frame) + BIG_LEN];
-	struct tcp_frame f;
-	char payload[RSP_LEN];
 	unsigned int i;
 	uint64_t v;
 
@@ -462,14 +478,7 @@ static void big_stream(int fd)
 	CHECK(srv.big_in_order);
 	pthread_mutex_unlock(&srv.x.lock);
 
-	for (i = 0; i < BIG_FRAMES; i++) {
-		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
-		CHECK_EQ(f.op, TCP_OP_SEND);
-		CHECK_EQ(f.len, RSP_LEN);
-		memcpy(&v, payload, sizeof(v));
-		CHECK_EQ(le64toh(v), NR_FRAMES + i);
-	}
-	CHECK(!xsrv_readable(fd, 0));
+	recv_answers(fd, NR_FRAMES, BIG_FRAMES);
 }
 
 int main(void)
@@ -580,14 +589,7 @@ int main(void)
 	pthread_mutex_unlock(&srv.x.lock);
 
 	/* Every answer, in order. */
-	for (i = 0; i < NR_FRAMES; i++) {
-		rt_recv_frame(fd, &f, payload, sizeof(payload), WAIT_MS);
-		CHECK_EQ(f.op, TCP_OP_SEND);
-		CHECK_EQ(f.len, RSP_LEN);
-		memcpy(&v, payload, sizeof(v));
-		CHECK_EQ(le64toh(v), i);
-	}
-	CHECK(!xsrv_readable(fd, 0));
+	recv_answers(fd, 0, NR_FRAMES);
 	CHECK_EQ(rt_frames_pending(fd), 0);
 	printf("answers: %lu in %lu TCP_OP_HDRS runs, %lu with their own "
 	       "header\n",
