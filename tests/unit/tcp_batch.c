@@ -27,8 +27,8 @@
  *
  * Last, a stream of large frames: 16 SENDs of 32 KiB, each answered as
  * before, fewer than 24 answers and only a few bytes of them. What waits
- * goes out once the batch has read TCP_EARLY_RX (256 KiB) since the last
- * flush. The client writes each frame only once the server has begun the
+ * goes out each time the batch has read another TCP_EARLY_RX (256 KiB).
+ * The client writes each frame only once the server has begun the
  * one before it, and the handler waits until that next frame is in the
  * server's socket: the loop reads all 16 in one batch and never finds
  * the socket empty between them. After 4 frames (128 KiB) no answer may

@@ -62,10 +62,10 @@
 #define TCP_EARLY_FRAMES 24
 #define TCP_EARLY_BYTES (512u << 10)
 /*
- * And what waits goes out once the batch has read this much since the
- * last flush: a stream of large payloads parses slowly, and the answers
- * to its first frames (completions, new requests) are what keeps the
- * peer busy while the rest is read.
+ * And what waits goes out each time the batch has read this much more: a
+ * stream of large payloads parses slowly, and the answers to its first
+ * frames (completions, new requests) are what keeps the peer busy while
+ * the rest is read.
  */
 #define TCP_EARLY_RX (256u << 10)
 #define TCP_FLUSH_IOVS 1024
