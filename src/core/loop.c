@@ -91,7 +91,7 @@ static void loop_kick(struct ibtrs_loop *loop)
 static bool loop_run_work(struct ibtrs_loop *loop, bool *ran)
 {
 	struct ibtrs_work *w;
-	bool stop, first = true;
+	bool stop;
 
 	*ran = false;
 	for (;;) {
@@ -108,9 +108,8 @@ static bool loop_run_work(struct ibtrs_loop *loop, bool *ran)
 		pthread_mutex_unlock(&loop->lock);
 		if (!w)
 			return stop;
-		if (first)
+		if (!*ran)
 			loop->now_ns = ibtrs_now_ns();
-		first = false;
 		*ran = true;
 		w->fn(w);
 	}
