@@ -234,7 +234,7 @@ static void srv_big_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc,
 			 unsigned int n, unsigned int slot)
 {
 	unsigned int k = n - NR_FRAMES, answers = 0;
-	bool low = false, readable = false, in_order = false, next = true;
+	bool low = false, readable = false, in_order = false, next;
 	unsigned long runs = 0;
 	uint64_t idx;
 	int fd;
@@ -269,12 +269,14 @@ static void srv_big_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc,
 	}
 	srv.big_begun = k + 1;
 	pthread_cond_broadcast(&srv.x.cond);
-	if (k + 1 < BIG_FRAMES) {
-		SRV_WAIT(srv.big_sent > k + 1);
-		next = srv.big_sent > k + 1;
+	if (k + 1 == BIG_FRAMES) {
+		pthread_mutex_unlock(&srv.x.lock);
+		return;
 	}
+	SRV_WAIT(srv.big_sent > k + 1);
+	next = srv.big_sent > k + 1;
 	pthread_mutex_unlock(&srv.x.lock);
-	if (k + 1 < BIG_FRAMES && !(next && client_acked(fd, WAIT_MS)))
+	if (!next || !client_acked(fd, WAIT_MS))
 		srv_bad(__LINE__);
 }
 
