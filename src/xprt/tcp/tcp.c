@@ -13,7 +13,10 @@
  * Receive side: reads land in a staging buffer that holds many small frames
  * per system call; a payload that did not arrive with its header is read
  * straight into its destination (registered region or posted receive),
- * together with the next bytes into the staging buffer. A flush of two or
+ * together with the next bytes into the staging buffer. An event reads
+ * until the socket is empty, TCP_RX_BUDGET bytes or TCP_RX_TIME_NS after
+ * the loop woke up, so that one busy peer does not hold up the loop's
+ * other connections, work and timers. A flush of two or
  * more frames sends their headers first (TCP_OP_HDRS, tcp_proto.h), so
  * that the receiver reads the large payloads among them straight into
  * their destinations, several per system call.
@@ -53,6 +56,14 @@
 #define TCP_READ_IOVS 64	 /* iovecs of one read, staging included */
 #define TCP_RX_BUDGET (4u << 20) /* bytes per event before yielding */
 #define TCP_FLUSH_WRS 64	 /* work requests per sendmsg */
+/*
+ * A receive event also yields this long after the loop woke up, short of
+ * TCP_RX_BUDGET: a peer that answers as fast as it is asked (completions
+ * of large WRITEs, each resubmitted at once) never leaves the socket
+ * empty, and the loop's other connections, work and timers wait while its
+ * event runs.
+ */
+#define TCP_RX_TIME_NS 100000ull
 /*
  * While the loop thread processes received frames, what it posts waits for
  * the end of the batch, to go out in one sendmsg. A batch as long as this
@@ -1072,6 +1083,7 @@ static ssize_t tcp_rx_read(struct tcp_con *c)
 static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 {
 	struct tcp_con *c = container_of(src, struct tcp_con, src);
+	uint64_t end_ns = ibtrs_loop_now_ns(c->loop) + TCP_RX_TIME_NS;
 	size_t budget = 0, flushed_at = 0;
 	int ret = 0;
 
@@ -1107,6 +1119,10 @@ static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 			tcp_flush(c);
 			flushed_at = budget;
 		}
+		/* Time is up: a socket still readable comes back in the
+		 * loop's next epoll_wait, after its queued work. */
+		if (ibtrs_now_ns() >= end_ns)
+			break;
 	}
 
 	pthread_mutex_lock(&c->sq_lock);
