@@ -12,14 +12,14 @@
  * the first frame it also makes the eventfd readable.
  *
  * An event that read until the socket is empty would run all NR_FRAMES
- * handlers before the eventfd's callback, some 13 ms. The backend ends an
- * event TCP_RX_TIME_NS (100 us) after the loop woke up, so the callback
- * must run after at most MAX_BEFORE frames: the first read of each event
- * already takes PREFILL frames, longer than that. Every frame must still
- * arrive once, in order.
+ * handlers (some 13 ms) before the eventfd's callback. The backend ends an
+ * event once TCP_RX_TIME_NS (100 us) have passed since the loop woke up;
+ * each read here brings PREFILL frames, 800 us of handlers, so an event
+ * ends after its first read and the callback runs after two of them, 8
+ * frames. MAX_BEFORE allows twice that. Every frame must still arrive
+ * once, in order.
  */
 #include <endian.h>
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -67,7 +67,7 @@ static struct {
 	bool efd_ran;
 	int bad_line;
 
-	/* loop thread */
+	/* set before the first frame, then the loop thread's */
 	unsigned int sent; /* frames the client has sent */
 } srv;
 
@@ -207,12 +207,11 @@ int main(void)
 			WAIT_MS);
 	xsrv_hello(fd, &hello, WAIT_MS);
 	xsrv_accepted(&srv.x, WAIT_MS);
+	/* The loop thread sends the rest, one per frame it takes. */
 	pthread_mutex_lock(&srv.x.lock);
 	srv.cli_fd = fd;
-	pthread_mutex_unlock(&srv.x.lock);
-
-	/* The loop thread sends the rest, one per frame it takes. */
 	srv.sent = PREFILL;
+	pthread_mutex_unlock(&srv.x.lock);
 	CHECK(client_send(fd, 0, PREFILL));
 
 	pthread_mutex_lock(&srv.x.lock);
