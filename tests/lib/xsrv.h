@@ -52,6 +52,7 @@ struct xsrv {
 	int accept_ret;
 	unsigned int errs;
 	int err;
+	int bad_line; /* the first test line that found a wrong completion */
 };
 
 /* Wait on (x)->cond, (x)->lock held, until @pred or @ms passed. */
@@ -72,6 +73,16 @@ static inline void xsrv_err(struct ibtrs_xprt_con *con, int err)
 	pthread_mutex_lock(&x->lock);
 	x->errs++;
 	x->err = err;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* Record @line of the test as finding a wrong completion; wake waiters. */
+static inline void xsrv_bad(struct xsrv *x, int line)
+{
+	pthread_mutex_lock(&x->lock);
+	if (!x->bad_line)
+		x->bad_line = line;
 	pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->lock);
 }

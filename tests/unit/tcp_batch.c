@@ -107,7 +107,6 @@ static struct {
 	bool big_low_readable, big_readable;
 	unsigned int big_answers; /* whole answers queued at the probe */
 	bool big_in_order;
-	int bad_line;
 	bool low_readable;
 	bool probed, now_readable, readable;
 	int probe_bytes;
@@ -171,16 +170,6 @@ static void peek_answers(int fd, unsigned int base, unsigned int *answers,
 	*answers = n;
 }
 
-/* Record the first unexpected thing the handler saw; loop thread. */
-static void srv_bad(int line)
-{
-	pthread_mutex_lock(&srv.x.lock);
-	if (!srv.bad_line)
-		srv.bad_line = line;
-	pthread_cond_broadcast(&srv.x.cond);
-	pthread_mutex_unlock(&srv.x.lock);
-}
-
 /* The fill byte of large frame @k. */
 static unsigned char big_fill(unsigned int k)
 {
@@ -222,7 +211,7 @@ static bool srv_answer(struct ibtrs_xprt_con *con, unsigned int n,
 	/* Not under srv.x.lock: the send may complete from inside the post. */
 	if (ops->post_send(con, &iov, 1, n, IBTRS_XPRT_SIGNALED) ||
 	    ops->post_recv(con, srv.x.rbuf[slot], RBUF_LEN, slot)) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return false;
 	}
 	srv.handled = n + 1;
@@ -246,7 +235,7 @@ static void srv_big_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc,
 	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
 	if (k >= BIG_FRAMES || wc->byte_len != BIG_LEN || le64toh(idx) != n ||
 	    srv.x.rbuf[slot][BIG_LEN - 1] != big_fill(k)) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	if (!srv_answer(con, n, slot))
@@ -281,7 +270,7 @@ static void srv_big_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc,
 	next = srv.big_sent > k + 1;
 	pthread_mutex_unlock(&srv.x.lock);
 	if (!next || !client_acked(fd, WAIT_MS))
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 }
 
 /* One receive: answer it, post the receive again, probe the client. */
@@ -296,7 +285,7 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	int fd, bytes = 0;
 
 	if (wc->status || wc->wr_id != slot) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	if (n >= NR_FRAMES) {
@@ -305,7 +294,7 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	}
 	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
 	if (wc->byte_len != REQ_LEN || le64toh(idx) != n) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	if (!srv_answer(con, n, slot))
@@ -356,7 +345,7 @@ static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		return;
 	}
 	if (wc->opcode != IBTRS_WC_SEND || wc->status) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	pthread_mutex_lock(&srv.x.lock);
@@ -446,7 +435,7 @@ static void big_stream(int fd)
 		};
 
 		pthread_mutex_lock(&srv.x.lock);
-		SRV_WAIT(srv.big_begun >= i || srv.bad_line || srv.x.errs);
+		SRV_WAIT(srv.big_begun >= i || srv.x.bad_line || srv.x.errs);
 		CHECK(srv.big_begun >= i);
 		pthread_mutex_unlock(&srv.x.lock);
 		memcpy(big, &w, sizeof(w));
@@ -464,12 +453,12 @@ static void big_stream(int fd)
 	pthread_mutex_lock(&srv.x.lock);
 	SRV_WAIT((srv.recvs == NR_FRAMES + BIG_FRAMES &&
 		  srv.sends == NR_FRAMES + BIG_FRAMES) ||
-		 srv.x.errs || srv.bad_line);
-	if (srv.bad_line || srv.x.errs) {
+		 srv.x.errs || srv.x.bad_line);
+	if (srv.x.bad_line || srv.x.errs) {
 		fprintf(stderr,
 			"stream: %u errors (%d), unexpected completion at "
 			"line %d\n",
-			srv.x.errs, srv.x.err, srv.bad_line);
+			srv.x.errs, srv.x.err, srv.x.bad_line);
 		exit(1);
 	}
 	CHECK_EQ(srv.recvs, NR_FRAMES + BIG_FRAMES);
@@ -565,14 +554,14 @@ int main(void)
 	srv.go = true;
 	pthread_cond_broadcast(&srv.x.cond);
 	SRV_WAIT((srv.recvs == NR_FRAMES && srv.sends == NR_FRAMES) ||
-		 srv.x.errs || srv.bad_line);
-	if (srv.bad_line || srv.x.errs || srv.recvs != NR_FRAMES ||
+		 srv.x.errs || srv.x.bad_line);
+	if (srv.x.bad_line || srv.x.errs || srv.recvs != NR_FRAMES ||
 	    srv.sends != NR_FRAMES) {
 		fprintf(stderr,
 			"server: %u receives, %u sends completed, %u errors "
 			"(%d), unexpected completion at line %d\n",
 			srv.recvs, srv.sends, srv.x.errs, srv.x.err,
-			srv.bad_line);
+			srv.x.bad_line);
 		exit(1);
 	}
 	CHECK(srv.probed);
@@ -653,7 +642,7 @@ int main(void)
 	xsrv_close(&srv.x);
 	pthread_mutex_lock(&srv.x.lock);
 	CHECK_EQ(srv.x.errs, 0);
-	CHECK_EQ(srv.bad_line, 0);
+	CHECK_EQ(srv.x.bad_line, 0);
 	pthread_mutex_unlock(&srv.x.lock);
 	close(fd);
 	xsrv_fini(&srv.x);

@@ -65,22 +65,12 @@ static struct {
 	unsigned int handled;
 	unsigned int efd_at; /* frames handled when the eventfd's turn came */
 	bool efd_ran;
-	int bad_line;
 
 	/* set before the first frame, then the loop thread's */
 	unsigned int sent; /* frames the client has sent */
 } srv;
 
 #define SRV_WAIT(pred) XSRV_WAIT(&srv.x, pred, WAIT_MS)
-
-static void srv_bad(int line)
-{
-	pthread_mutex_lock(&srv.x.lock);
-	if (!srv.bad_line)
-		srv.bad_line = line;
-	pthread_cond_broadcast(&srv.x.cond);
-	pthread_mutex_unlock(&srv.x.lock);
-}
 
 /* Frame @i as the client sends it: a SEND of its index, then 0x5as. */
 static void frame_encode(unsigned char *p, unsigned int i)
@@ -118,28 +108,28 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	pthread_mutex_unlock(&srv.x.lock);
 	slot = n % NR_RECVS;
 	if (wc->status || wc->wr_id != slot || wc->byte_len != REQ_LEN) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	memcpy(&idx, srv.x.rbuf[slot], sizeof(idx));
 	if (le64toh(idx) != n) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	if (srv.sent < NR_FRAMES) {
 		if (!client_send(fd, srv.sent, srv.sent + 1)) {
-			srv_bad(__LINE__);
+			xsrv_bad(&srv.x, __LINE__);
 			return;
 		}
 		srv.sent++;
 	}
 	if (!n && eventfd_write(srv.efd.fd, 1)) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	usleep(SLOW_US);
 	if (srv.x.ops->post_recv(con, srv.x.rbuf[slot], REQ_LEN, slot)) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	pthread_mutex_lock(&srv.x.lock);
@@ -151,7 +141,7 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 static void srv_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 {
 	if (wc->opcode != IBTRS_WC_RECV) {
-		srv_bad(__LINE__);
+		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
 	srv_recv(con, wc);
@@ -216,13 +206,13 @@ int main(void)
 
 	pthread_mutex_lock(&srv.x.lock);
 	SRV_WAIT((srv.handled == NR_FRAMES && srv.efd_ran) || srv.x.errs ||
-		 srv.bad_line);
+		 srv.x.bad_line);
 	fprintf(stderr,
 		"%u of %u frames handled, %u errors (%d), bad completion at "
 		"line %d; the eventfd's turn %s after %u frames\n",
-		srv.handled, NR_FRAMES, srv.x.errs, srv.x.err, srv.bad_line,
+		srv.handled, NR_FRAMES, srv.x.errs, srv.x.err, srv.x.bad_line,
 		srv.efd_ran ? "came" : "never came", srv.efd_at);
-	CHECK_EQ(srv.bad_line, 0);
+	CHECK_EQ(srv.x.bad_line, 0);
 	CHECK_EQ(srv.x.errs, 0);
 	CHECK_EQ(srv.handled, NR_FRAMES);
 	CHECK(srv.efd_ran);
