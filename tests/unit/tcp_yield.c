@@ -65,9 +65,6 @@ static struct {
 	unsigned int handled;
 	unsigned int efd_at; /* frames handled when the eventfd's turn came */
 	bool efd_ran;
-
-	/* set before the first frame, then the loop thread's */
-	unsigned int sent; /* frames the client has sent */
 } srv;
 
 #define SRV_WAIT(pred) XSRV_WAIT(&srv.x, pred, WAIT_MS)
@@ -75,10 +72,10 @@ static struct {
 /* Frame @i as the client sends it: a SEND of its index, then 0x5as. */
 static void frame_encode(unsigned char *p, unsigned int i)
 {
-	struct tcp_frame w = { .op = TCP_OP_SEND, .len = htole32(REQ_LEN) };
+	struct tcp_frame w = { .op = TCP_OP_SEND, .len = REQ_LEN };
 	uint64_t v = htole64(i);
 
-	memcpy(p, &w, sizeof(w));
+	rt_frame_encode(p, &w);
 	memcpy(p + sizeof(w), &v, sizeof(v));
 	memset(p + sizeof(w) + sizeof(v), 0x5a, REQ_LEN - sizeof(v));
 }
@@ -116,12 +113,11 @@ static void srv_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 		xsrv_bad(&srv.x, __LINE__);
 		return;
 	}
-	if (srv.sent < NR_FRAMES) {
-		if (!client_send(fd, srv.sent, srv.sent + 1)) {
-			xsrv_bad(&srv.x, __LINE__);
-			return;
-		}
-		srv.sent++;
+	/* Frame n + PREFILL goes out as frame n is taken. */
+	if (n + PREFILL < NR_FRAMES &&
+	    !client_send(fd, n + PREFILL, n + PREFILL + 1)) {
+		xsrv_bad(&srv.x, __LINE__);
+		return;
 	}
 	if (!n && eventfd_write(srv.efd.fd, 1)) {
 		xsrv_bad(&srv.x, __LINE__);
@@ -200,7 +196,6 @@ int main(void)
 	/* The loop thread sends the rest, one per frame it takes. */
 	pthread_mutex_lock(&srv.x.lock);
 	srv.cli_fd = fd;
-	srv.sent = PREFILL;
 	pthread_mutex_unlock(&srv.x.lock);
 	CHECK(client_send(fd, 0, PREFILL));
 
