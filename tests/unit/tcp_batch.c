@@ -102,8 +102,7 @@ static struct {
 	int cli_fd; /* the raw client socket, probed by the handler */
 	bool parked, go;
 	unsigned int recvs, sends;
-	unsigned int big_begun; /* large frames whose handler has begun */
-	unsigned int big_sent;	/* large frames the client has written */
+	unsigned int big_sent; /* large frames the client has written */
 	bool big_low_readable, big_readable;
 	unsigned int big_answers; /* whole answers queued at the probe */
 	bool big_in_order;
@@ -260,7 +259,6 @@ static void srv_big_recv(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc,
 		srv.big_answers = answers;
 		srv.big_in_order = in_order;
 	}
-	srv.big_begun = k + 1;
 	pthread_cond_broadcast(&srv.x.cond);
 	if (k + 1 == BIG_FRAMES) {
 		pthread_mutex_unlock(&srv.x.lock);
@@ -429,16 +427,15 @@ static void big_stream(int fd)
 	uint64_t v;
 
 	for (i = 0; i < BIG_FRAMES; i++) {
-		struct tcp_frame w = {
-			.op = TCP_OP_SEND,
-			.len = htole32(BIG_LEN),
-		};
+		struct tcp_frame w = { .op = TCP_OP_SEND, .len = BIG_LEN };
 
+		/* The handler of frame i - 1 has begun. */
 		pthread_mutex_lock(&srv.x.lock);
-		SRV_WAIT(srv.big_begun >= i || srv.x.bad_line || srv.x.errs);
-		CHECK(srv.big_begun >= i);
+		SRV_WAIT(srv.recvs >= NR_FRAMES + i || srv.x.bad_line ||
+			 srv.x.errs);
+		CHECK(srv.recvs >= NR_FRAMES + i);
 		pthread_mutex_unlock(&srv.x.lock);
-		memcpy(big, &w, sizeof(w));
+		rt_frame_encode(big, &w);
 		v = htole64(NR_FRAMES + i);
 		memcpy(big + sizeof(w), &v, sizeof(v));
 		memset(big + sizeof(w) + sizeof(v), big_fill(i),
