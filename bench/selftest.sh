@@ -69,10 +69,17 @@ cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo n/a)
 grep -q "^TCP congestion control: $cc " "$tmp/out" ||
 	fail "header does not say the congestion control ($cc)"
 
+# ...and the host it ran on: the CPU model and the number of CPUs.
+model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
+host="${model:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) CPUs"
+grep -qF "host: $host" "$tmp/out" || fail "header does not name the host: $host"
+
 python3 - "$tmp/raw.json" <<'EOF' || fail "raw JSON check failed"
 import json, sys
 d = json.load(open(sys.argv[1]))
 runs = d["rounds"][0]["runs"]
+if "CPUs" not in d.get("host", ""):
+    sys.exit("no host in the raw JSON: %r" % d.get("host"))
 want = ["ibtrs.w4k", "ibtrs.r4k", "ibtrs.w4kmem", "ibtrs.r4kmem",
         "ibtrs.w128k", "ibtrs.r128k", "ibtrs.lat", "ibtrs.latbp", "ibtrs.t1",
         "ibtrs.t4", "ibtrs.t16", "ibtrs.t4x", "ibtrs.t16x"]
