@@ -44,26 +44,20 @@ static void fire(struct ibtrs_loop_src *src)
 	CHECK(atomic_load(&events) != before);
 }
 
-static uint64_t polls_during(struct ibtrs_loop *loop, unsigned int ms)
-{
-	uint64_t before = ibtrs_loop_empty_polls(loop);
-
-	usleep(ms * 1000u);
-	return ibtrs_loop_empty_polls(loop) - before;
-}
-
 /*
- * Empty polls from an event to @ms after it. Counted from before the
- * event, not after it was handled: the loop thread polls on at once, in
- * the same time slice, and a busy machine may run something else on its
- * CPU for all of a short window that a count begun later would cover.
+ * Empty polls in the @ms after @src fires (NULL: none fires). Counted from
+ * before the event, not after it was handled: the loop thread polls on at
+ * once, in the same time slice, and a busy machine may run something else
+ * on its CPU for all of a short window that a count begun later would
+ * cover.
  */
-static uint64_t polls_after_event(struct ibtrs_loop *loop,
-				  struct ibtrs_loop_src *src, unsigned int ms)
+static uint64_t polls_during(struct ibtrs_loop *loop,
+			     struct ibtrs_loop_src *src, unsigned int ms)
 {
 	uint64_t before = ibtrs_loop_empty_polls(loop);
 
-	fire(src);
+	if (src)
+		fire(src);
 	usleep(ms * 1000u);
 	return ibtrs_loop_empty_polls(loop) - before;
 }
@@ -85,7 +79,7 @@ static void check_adaptive(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
 		fire(src);
 		usleep(500);
 	}
-	n = polls_after_event(loop, src, 2);
+	n = polls_during(loop, src, 2);
 	win = ibtrs_loop_poll_window_ns(loop);
 	printf("adaptive, events 1 ms apart: window %llu us, %llu empty polls in the 2 ms after one\n",
 	       (unsigned long long)win / 1000, (unsigned long long)n);
@@ -100,7 +94,7 @@ static void check_adaptive(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
 	win = ibtrs_loop_poll_window_ns(loop);
 	fire(src);
 	usleep(1000);
-	n = polls_during(loop, 50);
+	n = polls_during(loop, NULL, 50);
 	printf("adaptive, events 50 ms apart: window %llu us after %u of them, %llu empty polls in 50 ms after one\n",
 	       (unsigned long long)win / 1000, i, (unsigned long long)n);
 	CHECK_EQ(win, 0);
@@ -108,7 +102,7 @@ static void check_adaptive(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
 
 	/* Fixed window: the loop polls after such an event all the same. */
 	ibtrs_loop_set_busy_poll(loop, 20000, false);
-	n = polls_after_event(loop, src, 10);
+	n = polls_during(loop, src, 10);
 	printf("fixed 20 ms: %llu empty polls in the 10 ms after an event\n",
 	       (unsigned long long)n);
 	CHECK(n > 0);
@@ -130,7 +124,7 @@ int main(void)
 
 	/* No busy polling: the loop sleeps right after the event. */
 	fire(&src);
-	n = polls_during(loop, 100);
+	n = polls_during(loop, NULL, 100);
 	printf("busy poll off: %llu empty polls in 100 ms\n",
 	       (unsigned long long)n);
 	CHECK_EQ(n, 0);
@@ -138,13 +132,13 @@ int main(void)
 	/* 300 ms of busy polling: it spins after the event... */
 	ibtrs_loop_set_busy_poll(loop, 300000, false);
 	fire(&src);
-	n = polls_during(loop, 100);
+	n = polls_during(loop, NULL, 100);
 	printf("busy poll 300 ms: %llu empty polls in the first 100 ms\n",
 	       (unsigned long long)n);
 	CHECK(n > 10);
 	/* ...and sleeps once 300 ms passed without one. */
 	usleep(400000);
-	n = polls_during(loop, 100);
+	n = polls_during(loop, NULL, 100);
 	printf("busy poll 300 ms: %llu empty polls 500 ms after the event\n",
 	       (unsigned long long)n);
 	CHECK_EQ(n, 0);
@@ -153,7 +147,7 @@ int main(void)
 	ibtrs_loop_set_busy_poll(loop, 0, false);
 	fire(&src);
 	usleep(20000);
-	n = polls_during(loop, 100);
+	n = polls_during(loop, NULL, 100);
 	printf("busy poll off again: %llu empty polls in 100 ms\n",
 	       (unsigned long long)n);
 	CHECK_EQ(n, 0);
