@@ -117,6 +117,66 @@ for k in ("wire.w4kbp", "wire.r4kbp"):
         sys.exit("no ceiling figure for %s: %s" % (k, w))
 EOF
 
+# The placement probe ran around every measurement (two figures each, in
+# GB/s) and the run counted them.
+grep -Eq '^CPU placement: ibtrs-xcore handed 4 KiB blocks .* at [0-9.]+\.\.[0-9.]+ GB/s' \
+	"$tmp/out" || fail "no CPU placement line"
+python3 - "$tmp/raw.json" <<'EOF' || fail "placement probe check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+runs = d["rounds"][0]["runs"]
+bad = [k for k, r in runs.items()
+       if not (len(r.get("xcore_gbps") or []) == 2 and
+               all(x > 0 for x in r["xcore_gbps"]))]
+if bad:
+    sys.exit("no probe figures around %s" % ", ".join(sorted(bad)))
+if not d["placement"]["best_gbps"] > 0:
+    sys.exit("no best probe figure: %s" % d["placement"])
+EOF
+
+# How the table splits rounds by placement, on made-up figures: UCX near in
+# rounds 1-3 and far in 4-5; ibtrs.w4k near in 1-2, far in 3 (left out:
+# placed unlike its peer), far in 4, moved in 5 (left out).
+python3 - "$here/compare" <<'EOF' || fail "placement split check failed"
+import contextlib, importlib.machinery, importlib.util, io, sys
+loader = importlib.machinery.SourceFileLoader("compare", sys.argv[1])
+spec = importlib.util.spec_from_loader("compare", loader)
+c = importlib.util.module_from_spec(spec)
+loader.exec_module(c)
+near, far = [8.0, 8.2], [2.0, 2.1]
+ours = [(800, near), (900, near), (400, far), (300, far), (500, [8.0, 2.0])]
+peer = [(200, near), (200, near), (200, near), (100, far), (100, far)]
+res = [{"round": i + 1, "runs": {
+    "ibtrs.w4k": {"kiops": o[0], "xcore_gbps": o[1]},
+    "ucx": {"kiops": p[0], "xcore_gbps": p[1]}}}
+    for i, (o, p) in enumerate(zip(ours, peer))]
+
+
+class Comp:
+    results = res
+    notes = {}
+
+
+rows = c.summarize(Comp, {"ibtrs.w4k", "ucx"})
+row = [r for r in rows if r["peer_key"] == "ucx"][0]
+by = row["ratio_by_placement"]
+if by != {"near": [4.0, 4.5], "far": [3.0]}:
+    sys.exit("rounds split wrong: %s" % by)
+got = [c.placement(r["runs"]["ibtrs.w4k"], 8.2) for r in res]
+if got != ["near", "near", "far", "far", "mixed"]:
+    sys.exit("placement wrong: %s" % got)
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    c.print_placement(Comp, rows)
+text = out.getvalue()
+for want in ("near (both probes >= 4.10 GB/s, half the best): 5 "
+             "measurement(s); far (both below): 4; moved during the "
+             "measurement: 1.",
+             "4.25x (2)", "3.00x (1)"):
+    if want not in text:
+        sys.exit("placement section lacks %r:\n%s" % (want, text))
+EOF
+
 # --idle-poll: while the run lasts, idle CPUs poll instead of halting. The
 # cpuidle counters must show it: entries into the polling state and, in any
 # other state, at most one per CPU. The kernel counts an entry when the CPU
