@@ -10,8 +10,9 @@
  * JSON line: the CPUs and the bytes per second handed over.
  *
  * On a virtual machine the figure says where the host put the two vCPUs:
- * seen on a 2-vCPU KVM guest, 8 GB/s while they shared a cache and 2.1 GB/s,
- * for tens of seconds at a time, while they did not; loopback traffic of
+ * seen on a 2-vCPU KVM guest, 3.5-8.7 GB/s for minutes, then 0.5-2.2 GB/s
+ * for tens of seconds to minutes (the vCPUs most likely no longer sharing a
+ * cache), while each CPU alone copied as fast as before; loopback traffic of
  * ibtrs and of its peers ran at half speed or less in the second state.
  * bench/compare runs it before and after each measurement.
  */
