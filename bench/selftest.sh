@@ -177,6 +177,26 @@ for want in ("near (both probes >= 4.10 GB/s, half the best): 5 "
         sys.exit("placement section lacks %r:\n%s" % (want, text))
 EOF
 
+# The "mem" rows' target holds data: 64 MiB without a zero byte, so that a
+# READ copies memory and not the kernel's zero page; removed at the end.
+python3 - "$here/compare" "$tmp" <<'EOF' || fail "memory target check failed"
+import importlib.machinery, importlib.util, os, sys
+loader = importlib.machinery.SourceFileLoader("compare", sys.argv[1])
+spec = importlib.util.spec_from_loader("compare", loader)
+c = importlib.util.module_from_spec(spec)
+loader.exec_module(c)
+comp = c.Compare(None, sys.argv[2])
+path = comp.target_file()
+if comp.target_file() != path:
+    sys.exit("a second target file was made")
+data = open(path, "rb").read()
+if len(data) != 64 << 20 or data.count(0):
+    sys.exit("target: %d bytes, %d zero bytes" % (len(data), data.count(0)))
+comp.remove_target()
+if os.path.exists(path):
+    sys.exit("target file %s left behind" % path)
+EOF
+
 # --idle-poll: while the run lasts, idle CPUs poll instead of halting. The
 # cpuidle counters must show it: entries into the polling state and, in any
 # other state, at most one per CPU. The kernel counts an entry when the CPU
