@@ -187,14 +187,19 @@ c = importlib.util.module_from_spec(spec)
 loader.exec_module(c)
 comp = c.Compare(None, sys.argv[2])
 path = comp.target_file()
-if comp.target_file() != path:
-    sys.exit("a second target file was made")
-data = open(path, "rb").read()
-if len(data) != 64 << 20 or data.count(0):
-    sys.exit("target: %d bytes, %d zero bytes" % (len(data), data.count(0)))
-comp.remove_target()
-if os.path.exists(path):
-    sys.exit("target file %s left behind" % path)
+try:
+    if comp.target_file() != path:
+        sys.exit("a second target file was made")
+    data = open(path, "rb").read()
+    if len(data) != 64 << 20 or data.count(0):
+        sys.exit("target: %d bytes, %d zero bytes"
+                 % (len(data), data.count(0)))
+    comp.remove_target()
+    if os.path.exists(path):
+        sys.exit("target file %s left behind" % path)
+finally:
+    if os.path.exists(path):
+        os.unlink(path)
 EOF
 
 # --idle-poll: while the run lasts, idle CPUs poll instead of halting. The
