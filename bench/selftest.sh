@@ -130,8 +130,8 @@ bad = [k for k, r in runs.items()
                all(x > 0 for x in r["xcore_gbps"]))]
 if bad:
     sys.exit("no probe figures around %s" % ", ".join(sorted(bad)))
-if not d["placement"]["best_gbps"] > 0:
-    sys.exit("no best probe figure: %s" % d["placement"])
+if not d["placement"]["ref_gbps"] > 0:
+    sys.exit("no reference probe figure: %s" % d["placement"])
 EOF
 
 # How the table splits rounds by placement, on made-up figures: UCX near in
@@ -169,12 +169,22 @@ out = io.StringIO()
 with contextlib.redirect_stdout(out):
     c.print_placement(Comp, rows)
 text = out.getvalue()
-for want in ("near (both probes >= 4.10 GB/s, half the best): 5 "
+for want in ("near (both probes >= 4.10 GB/s, half the run's 90th "
+             "percentile): 5 "
              "measurement(s); far (both below): 4; moved during the "
              "measurement: 1.",
              "4.25x (2)", "3.00x (1)"):
     if want not in text:
         sys.exit("placement section lacks %r:\n%s" % (want, text))
+
+# One stray probe pair far above the rest leaves the others near.
+res = [{"round": 1, "runs": {"m%d" % i: {"xcore_gbps": [12.0, 12.5]}
+                             for i in range(20)}}]
+res[0]["runs"]["m0"]["xcore_gbps"] = [60.0, 59.0]
+ref = c.place_ref(res)
+got = {c.placement(r, ref) for k, r in res[0]["runs"].items() if k != "m0"}
+if got != {"near"}:
+    sys.exit("one stray probe (reference %s) made the others %s" % (ref, got))
 EOF
 
 # The "mem" rows' target holds data: 64 MiB without a zero byte, so that a
