@@ -134,15 +134,22 @@ if not d["placement"]["ref_gbps"] > 0:
     sys.exit("no reference probe figure: %s" % d["placement"])
 EOF
 
+# Runs the Python on stdin with bench/compare imported as c (and sys);
+# arguments are sys.argv[1:].
+with_compare() {
+	python3 -c "import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.SourceFileLoader('compare', '$here/compare')
+spec = importlib.util.spec_from_loader('compare', loader)
+c = importlib.util.module_from_spec(spec)
+loader.exec_module(c)
+exec(compile(sys.stdin.read(), 'selftest', 'exec'))" "$@"
+}
+
 # How the table splits rounds by placement, on made-up figures: UCX near in
 # rounds 1-3 and far in 4-5; ibtrs.w4k near in 1-2, far in 3 (left out:
 # placed unlike its peer), far in 4, moved in 5 (left out).
-python3 - "$here/compare" <<'EOF' || fail "placement split check failed"
-import contextlib, importlib.machinery, importlib.util, io, sys
-loader = importlib.machinery.SourceFileLoader("compare", sys.argv[1])
-spec = importlib.util.spec_from_loader("compare", loader)
-c = importlib.util.module_from_spec(spec)
-loader.exec_module(c)
+with_compare <<'EOF' || fail "placement split check failed"
+import contextlib, io
 near, far = [8.0, 8.2], [2.0, 2.1]
 ours = [(800, near), (900, near), (400, far), (300, far), (500, [8.0, 2.0])]
 peer = [(200, near), (200, near), (200, near), (100, far), (100, far)]
@@ -189,13 +196,9 @@ EOF
 
 # The "mem" rows' target holds data: 64 MiB without a zero byte, so that a
 # READ copies memory and not the kernel's zero page; removed at the end.
-python3 - "$here/compare" "$tmp" <<'EOF' || fail "memory target check failed"
-import importlib.machinery, importlib.util, os, sys
-loader = importlib.machinery.SourceFileLoader("compare", sys.argv[1])
-spec = importlib.util.spec_from_loader("compare", loader)
-c = importlib.util.module_from_spec(spec)
-loader.exec_module(c)
-comp = c.Compare(None, sys.argv[2])
+with_compare "$tmp" <<'EOF' || fail "memory target check failed"
+import os
+comp = c.Compare(None, sys.argv[1])
 path = comp.target_file()
 try:
     if comp.target_file() != path:
