@@ -472,7 +472,9 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		memcpy(req->hdr + sum, vec[i].iov_base, vec[i].iov_len);
 		sum += vec[i].iov_len;
 	}
-	memcpy(req->sg, sg, sg_cnt * sizeof(*sg));
+	/* A request without data may pass sg NULL: copy nothing then. */
+	if (sg_cnt)
+		memcpy(req->sg, sg, sg_cnt * sizeof(*sg));
 	req->sg_cnt = sg_cnt;
 	req->usr_len = (uint32_t)usr_len;
 	req->conf = conf;

@@ -96,6 +96,12 @@ static void one_request(struct ibtrs_tag *tag, int dir, unsigned char *buf,
 	sg = calloc(cnt, sizeof(*sg));
 	CHECK(sg);
 	split(buf, len, sg, cnt);
+	/* A WRITE without data may pass no buffers at all (sg NULL). */
+	if (!len && dir == IBTRS_WRITE) {
+		free(sg);
+		sg = NULL;
+		cnt = 0;
+	}
 	h_usr_build(usr, usr_len, off, t_rand(&rng), (uint32_t)dir);
 	if (usr_len < sizeof(struct h_usr_hdr))
 		h_srv_expect_usr(&srv, usr, usr_len, off);
