@@ -17,6 +17,8 @@ tool=$1
 tag=$$
 C=ibtrs-c-$tag
 S=ibtrs-s-$tag
+# A fixed port: the server namespace is made here, nothing else listens in
+# it, and a restarted server must come back on the same port.
 port=7000
 tmp=$(mktemp -d /tmp/ibtrs-netns.XXXXXX)
 srv_pid=
@@ -65,8 +67,9 @@ start_server() {
 		--hb-timeout 1000 --backing-file "$tmp/$1.disk" \
 		--stats-file "$tmp/srv-stats.json" >"$tmp/srv.out" 2>&1 &
 	srv_pid=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 400); do
 		grep -q "listening" "$tmp/srv.out" 2>/dev/null && return 0
+		kill -0 "$srv_pid" 2>/dev/null || break
 		sleep 0.05
 	done
 	echo "server did not start"; cat "$tmp/srv.out"
@@ -93,6 +96,22 @@ run_bench() {
 		--hb-timeout 1000 --reconnect-delay 0 --quiet \
 		>"$tmp/$1.json" 2>"$tmp/$1.err" &
 	bench_pid=$!
+}
+
+# wait_load NAME: the bench's interval lines show requests on both paths,
+# then 2 s more of them; at most 30 s (a busy machine or a sanitizer build
+# may take seconds to start). A fault injected earlier would hit a path
+# not yet connected.
+wait_load() {
+	for _ in $(seq 300); do
+		grep -Eq '"paths":\[[1-9][0-9]*,[1-9]' "$tmp/$1.err" 2>/dev/null &&
+			break
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -Eq '"paths":\[[1-9][0-9]*,[1-9]' "$tmp/$1.err" 2>/dev/null ||
+		echo "$1: no load on both paths yet (going on)"
+	sleep 2
 }
 
 # check NAME T_FAULT: the verdict of one scenario.
@@ -161,7 +180,7 @@ EOF
 scenario_link() {
 	start_server link || return 1
 	run_bench link 10
-	sleep 3
+	wait_load link
 	local t=$(now)
 	ip -n "$C" link set "ic1-$tag" down
 	sleep 3
@@ -180,7 +199,7 @@ scenario_drop() {
 	}
 	start_server drop || return 1
 	run_bench drop 10
-	sleep 3
+	wait_load drop
 	local t=$(now)
 	ip netns exec "$C" nft -f - <<EOF
 table inet ibtrs_drop {
@@ -199,7 +218,7 @@ EOF
 scenario_kill() {
 	start_server kill || return 1
 	run_bench kill 10
-	sleep 3
+	wait_load kill
 	local t=$(now)
 	kill -9 "$srv_pid"
 	wait "$srv_pid" 2>/dev/null
