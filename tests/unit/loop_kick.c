@@ -8,13 +8,10 @@
  * last moment, after the loop ran out of work. No work is left queued
  * while the loop sleeps, however the queueing threads race with it.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "loop.h"
@@ -64,74 +61,15 @@ static bool ran_reaches(unsigned int n)
 	return atomic_load(&ran) >= n;
 }
 
-/* The thread id of the loop thread named @name, 0 if none. */
-static int find_thread(const char *name)
-{
-	char path[300], comm[32];
-	struct dirent *d;
-	int tid = 0;
-	DIR *dir;
-	FILE *f;
-
-	dir = opendir("/proc/self/task");
-	if (!dir)
-		return 0;
-	while (!tid && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = 0;
-			if (!strcmp(comm, name))
-				tid = atoi(d->d_name);
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	return tid;
-}
-
-/* The scheduler state of thread @tid ('R', 'S'...), '?' if unknown. */
-static char thread_state(int tid)
-{
-	char path[64], buf[256], *p, st = '?';
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return st;
-	if (fgets(buf, sizeof(buf), f)) {
-		p = strrchr(buf, ')');
-		if (p && p[1] == ' ')
-			st = p[2];
-	}
-	fclose(f);
-	return st;
-}
-
-static int loop_tid;
-
 /*
- * Wait until the loop ran dry and sleeps: its thread blocked (nothing else
- * blocks it once its work ran) in three looks 2 ms apart, at most 10 s. A
- * fixed pause is not enough on a busy machine, where the loop thread may
- * not have run at all meanwhile.
+ * Wait until the loop ran dry and sleeps: its thread (the only other one
+ * now) blocked in three looks in a row, at most 10 s. A fixed pause is not
+ * enough on a busy machine, where the loop thread may not have run at all
+ * meanwhile.
  */
 static void settle(void)
 {
-	double deadline = t_now() + 10.0;
-	int seen = 0;
-
-	while (seen < 3 && t_now() < deadline) {
-		seen = thread_state(loop_tid) == 'S' ? seen + 1 : 0;
-		usleep(2000);
-	}
-	CHECK(seen == 3);
+	CHECK(t_wait_others_blocked(3, 10000));
 }
 
 /* Runs on the loop thread for about 50 us. */
@@ -185,13 +123,6 @@ int main(void)
 
 	t_watchdog(60);
 	CHECK_EQ(ibtrs_loop_create(&loop, "t-kick", NULL, NULL, 0), 0);
-	/* The loop names its thread as it starts. */
-	for (i = 0; i < 5000 && !(loop_tid = find_thread("t-kick")); i++)
-		usleep(1000);
-	if (!loop_tid) {
-		fprintf(stderr, "SKIP: no loop thread in /proc/self/task\n");
-		return T_SKIP;
-	}
 
 	/* A sleeping loop: one kick, and the work runs. */
 	settle();

@@ -11,7 +11,6 @@
  * bounded wait until the library's threads ran what the step made due.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -94,25 +93,6 @@ static void sleep_ms(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether thread @name of this process (a /proc/self/task entry) runs. */
-static bool task_runs(const char *name)
-{
-	char path[300], buf[256], *p;
-	bool runs = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%s/stat", name);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (fgets(buf, sizeof(buf), f)) {
-		p = strrchr(buf, ')');
-		runs = p && p[1] == ' ' && (p[2] == 'R' || p[2] == 'D');
-	}
-	fclose(f);
-	return runs;
-}
-
 /*
  * Wait, at most @max_ms of real time, until no other thread of the process
  * runs or waits for a CPU: the loops ran what the last step of the clock
@@ -122,25 +102,7 @@ static bool task_runs(const char *name)
  */
 static void settle(unsigned int max_ms)
 {
-	char self[16];
-	unsigned int waited;
-	struct dirent *d;
-	bool busy = true;
-	DIR *dir;
-
-	snprintf(self, sizeof(self), "%d", (int)gettid());
-	for (waited = 0; busy && waited < max_ms; waited++) {
-		dir = opendir("/proc/self/task");
-		if (!dir)
-			return;
-		busy = false;
-		while (!busy && (d = readdir(dir)))
-			busy = d->d_name[0] != '.' && strcmp(d->d_name, self) &&
-			       task_runs(d->d_name);
-		closedir(dir);
-		if (busy)
-			sleep_ms(1);
-	}
+	t_wait_others_blocked(1, max_ms);
 }
 
 /*
