@@ -2,13 +2,56 @@
 # The whole test suite: a warnings-as-errors build, then the CTest suite in
 # that build, under ASan+UBSan and under TSan, and a clang-format check.
 # Installs missing Debian packages first. IBTRS_TEST_QUICK=1 runs only the
-# first build.
+# first build. IBTRS_TEST_STRESS=1 runs it all with CPU hogs beside it, one
+# busy loop per CPU (at least two) at normal priority, as on a machine where
+# other work runs; IBTRS_TEST_STRESS=N runs N of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 ibtrs_need_pkgs "${IBTRS_BUILD_PKGS[@]}" "${IBTRS_TEST_PKGS[@]}" || exit 1
 
 jobs=$(nproc)
+
+hogs=()
+stop_hogs() {
+	local pid
+	for pid in "${hogs[@]}"; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	for pid in "${hogs[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	hogs=()
+}
+stress=${IBTRS_TEST_STRESS:-0}
+case $stress in
+'' | 0) stress=0 ;;
+1) stress=$((jobs < 2 ? 2 : jobs)) ;;
+*[!0-9]*)
+	echo "IBTRS_TEST_STRESS must be 0, 1 or a number of CPU hogs" >&2
+	exit 2
+	;;
+esac
+if [ "$stress" -gt 0 ]; then
+	# Killed on exit, however the script ends (a signal ends it through
+	# the EXIT trap too).
+	trap stop_hogs EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+	for ((i = 0; i < stress; i++)); do
+		# A subshell spinning in bash itself (no process per turn)
+		# that ends when this script is gone, even if it was killed.
+		(
+			trap - EXIT INT TERM HUP
+			while kill -0 $$ 2>/dev/null; do
+				for ((j = 0; j < 100000; j++)); do :; done
+			done
+		) &
+		hogs+=($!)
+	done
+	echo "=== stress: ${#hogs[@]} CPU hogs running (pids ${hogs[*]})"
+fi
 failed=0
 passed=0
 
@@ -64,5 +107,6 @@ if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
 	run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=thread
 fi
 
+stop_hogs
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,7 +5,7 @@
  * banner): a server with a memory target and a client session over two
  * loopback paths, 1000 verified WRITE + READ pairs of various sizes.
  *
- * Usage: consumer PORT
+ * Usage: consumer PORT (0: a port the system picks)
  * Exit status: 0 success ("consumer: ok"), 1 failure, 2 PORT is in use.
  */
 #include <errno.h>
@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <ibtrs.h>
 
@@ -202,6 +205,23 @@ static uint32_t pick_len(unsigned int i, uint32_t max)
 	return len > max ? max : len;
 }
 
+/*
+ * A port no socket is bound to just now, picked by the system; the seed API
+ * has no call that reads back the port of a server opened on port 0.
+ */
+static unsigned int free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	CHECK(fd >= 0);
+	CHECK(!bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	CHECK(!getsockname(fd, (struct sockaddr *)&sin, &len));
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const path_str[2] = { "ip:127.0.0.1",
@@ -212,7 +232,8 @@ int main(int argc, char **argv)
 	struct ibtrs_attrs attr;
 	struct ibtrs_srv_ctx *ctx;
 	struct ibtrs_clt *sess;
-	unsigned int port, i, j, done = 0;
+	unsigned int port, i, j, done = 0, try;
+	int pick;
 	char *end;
 
 	if (argc != 2) {
@@ -220,14 +241,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	port = (unsigned int)strtoul(argv[1], &end, 10);
-	if (*end || !port || port > 65535) {
+	if (*end || port > 65535) {
 		fprintf(stderr, "consumer: bad port %s\n", argv[1]);
 		return 1;
 	}
 	store = calloc(1, STORE_LEN);
 	CHECK(store);
 
-	ctx = ibtrs_srv_open(srv_rdma_ev, srv_link_ev, port);
+	/* Another process may take a picked port before the server does. */
+	pick = !port;
+	for (try = 0;; try++) {
+		if (pick)
+			port = free_port();
+		ctx = ibtrs_srv_open(srv_rdma_ev, srv_link_ev, port);
+		if (ctx || !pick || errno != EADDRINUSE || try == 9)
+			break;
+	}
 	if (!ctx) {
 		fprintf(stderr, "consumer: ibtrs_srv_open: %s\n",
 			strerror(errno));

@@ -398,18 +398,22 @@ static inline int h_srv_link_ev(struct ibtrs_srv *sess,
 	return 0;
 }
 
-/* A TCP port on 127.0.0.1 that nothing listens on (just now). */
+/*
+ * A TCP port on 127.0.0.1 that nothing listens on: one the system picked,
+ * held by a socket bound to it (not listening) until the process ends, so
+ * that connections to it are refused and no other process can start
+ * listening on it meanwhile.
+ */
 static inline uint16_t h_free_port(void)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	CHECK(fd >= 0);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	CHECK_EQ(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	close(fd);
 	return ntohs(sin.sin_port);
 }
 

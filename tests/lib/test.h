@@ -8,9 +8,11 @@
 #ifndef IBTRS_TEST_H
 #define IBTRS_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,66 @@ static inline void t_cond_init(pthread_cond_t *cond)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(cond, &a);
 	pthread_condattr_destroy(&a);
+}
+
+/* Whether task @name of this process (under /proc/self/task) runs or
+ * waits for a CPU. */
+static inline bool t_task_runs(const char *name)
+{
+	char path[300], buf[256], *p;
+	bool runs = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%s/stat", name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')');
+		runs = p && p[1] == ' ' && (p[2] == 'R' || p[2] == 'D');
+	}
+	fclose(f);
+	return runs;
+}
+
+/* Whether a thread of this process other than the caller runs. */
+static inline bool t_others_run(void)
+{
+	char self[16];
+	struct dirent *d;
+	bool runs = false;
+	DIR *dir;
+
+	snprintf(self, sizeof(self), "%d", (int)gettid());
+	dir = opendir("/proc/self/task");
+	if (!dir)
+		return false;
+	while (!runs && (d = readdir(dir)))
+		runs = d->d_name[0] != '.' && strcmp(d->d_name, self) &&
+		       t_task_runs(d->d_name);
+	closedir(dir);
+	return runs;
+}
+
+/*
+ * Wait until every other thread of the process is blocked (sleeps in a
+ * system call: no thread runs or waits for a CPU) in @looks looks in a
+ * row, 1 ms apart; at most @max_ms. Returns whether it saw them so. The
+ * condition a fixed pause only hopes for ("the other thread is asleep by
+ * now"), which a busy machine may not have given it the CPU to reach.
+ */
+static inline bool t_wait_others_blocked(unsigned int looks,
+					 unsigned int max_ms)
+{
+	double end = t_now() + max_ms / 1000.0;
+	unsigned int seen = 0;
+
+	while (seen < looks && t_now() < end) {
+		seen = t_others_run() ? 0 : seen + 1;
+		if (seen < looks)
+			usleep(1000);
+	}
+	return seen >= looks;
 }
 
 /* xorshift64*: deterministic data for integrity checks. */

@@ -17,6 +17,8 @@ tool=$1
 tag=$$
 C=ibtrs-c-$tag
 S=ibtrs-s-$tag
+# A fixed port: the server namespace is made here, nothing else listens in
+# it, and a restarted server must come back on the same port.
 port=7000
 tmp=$(mktemp -d /tmp/ibtrs-netns.XXXXXX)
 srv_pid=
@@ -65,8 +67,9 @@ start_server() {
 		--hb-timeout 1000 --backing-file "$tmp/$1.disk" \
 		--stats-file "$tmp/srv-stats.json" >"$tmp/srv.out" 2>&1 &
 	srv_pid=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 400); do
 		grep -q "listening" "$tmp/srv.out" 2>/dev/null && return 0
+		kill -0 "$srv_pid" 2>/dev/null || break
 		sleep 0.05
 	done
 	echo "server did not start"; cat "$tmp/srv.out"
@@ -85,7 +88,8 @@ stop_server() {
 	srv_pid=
 }
 
-# run_bench NAME SECONDS: bench in the client namespace, in the background.
+# run_bench NAME SECONDS: bench in the client namespace, in the background
+# (end_bench stops it earlier).
 run_bench() {
 	ip netns exec "$C" "$tool" bench --path ip:10.250.0.2 \
 		--path ip:10.250.1.2 --port "$port" --qd 32 --threads 2 \
@@ -95,14 +99,53 @@ run_bench() {
 	bench_pid=$!
 }
 
-# check NAME T_FAULT: the verdict of one scenario.
+# wait_load NAME: the bench's interval lines show requests on both paths,
+# then 2 s more of them; at most 30 s (a busy machine or a sanitizer build
+# may take seconds to start). A fault injected earlier would hit a path
+# not yet connected.
+wait_load() {
+	for _ in $(seq 300); do
+		grep -Eq '"paths":\[[1-9][0-9]*,[1-9]' "$tmp/$1.err" 2>/dev/null &&
+			break
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -Eq '"paths":\[[1-9][0-9]*,[1-9]' "$tmp/$1.err" 2>/dev/null ||
+		echo "$1: no load on both paths yet (going on)"
+	sleep 2
+}
+
+# end_bench NAME: once the path is restored, wait (at most 30 s) for an
+# interval line after this point with requests on path 1, let the bench
+# run 2 s more, and stop it with SIGINT (it prints its JSON and exits 0).
+# A fixed run length left the reconnect too few seconds when the machine
+# is slow. Sets $rc (the bench's exit status) and $restored (the number
+# of interval lines before the point).
+end_bench() {
+	local n
+	restored=$(grep -c '^{' "$tmp/$1.err")
+	for _ in $(seq 300); do
+		n=$(tail -n +"$((restored + 1))" "$tmp/$1.err" |
+			grep -Ec '^\{.*"paths":\[[0-9]+,[1-9]')
+		[ "$n" -gt 0 ] && break
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 2
+	kill -INT "$bench_pid" 2>/dev/null
+	wait "$bench_pid"
+	rc=$?
+}
+
+# check NAME T_FAULT RC RESTORED: the verdict of one scenario.
 check() {
-	local name=$1 t_fault=$2 rc=$3
+	local name=$1 t_fault=$2 rc=$3 restored=$4
 	python3 - "$tmp/$name.json" "$tmp/$name.err" "$tmp/srv-stats.json" \
-		"$t_fault" "$rc" "$name" <<'EOF'
+		"$t_fault" "$rc" "$name" "$restored" <<'EOF'
 import json, sys
-out, err, stats, t_fault, rc, name = sys.argv[1:]
+out, err, stats, t_fault, rc, name, restored = sys.argv[1:]
 t_fault = float(t_fault)
+restored = int(restored)
 ok = True
 def fail(msg):
     global ok
@@ -126,10 +169,10 @@ if p1["reconnects"] < 1:
     fail(f"path 1 did not reconnect: {p1}")
 if p1["state"] != "connected":
     fail(f"path 1 ends {p1['state']}")
-# Load on path 1 again in the last two seconds.
+# Load on path 1 again after the path was restored.
 lines = [json.loads(l) for l in open(err) if l.startswith("{")]
-tail = lines[-3:-1] if len(lines) >= 3 else lines
-if not tail or sum(l["paths"][1] for l in tail) == 0:
+after = lines[restored:]
+if not after or sum(l["paths"][1] for l in after) == 0:
     fail("path 1 carries no load after the reconnect")
 # Detection: the first event about path 1 going away after the fault.
 det = None
@@ -160,16 +203,15 @@ EOF
 
 scenario_link() {
 	start_server link || return 1
-	run_bench link 10
-	sleep 3
+	run_bench link 60
+	wait_load link
 	local t=$(now)
 	ip -n "$C" link set "ic1-$tag" down
 	sleep 3
 	ip -n "$C" link set "ic1-$tag" up
-	wait "$bench_pid"
-	local rc=$?
+	end_bench link
 	stop_server
-	check link "$t" "$rc"
+	check link "$t" "$rc" "$restored"
 }
 
 scenario_drop() {
@@ -179,8 +221,8 @@ scenario_drop() {
 		return
 	}
 	start_server drop || return 1
-	run_bench drop 10
-	sleep 3
+	run_bench drop 60
+	wait_load drop
 	local t=$(now)
 	ip netns exec "$C" nft -f - <<EOF
 table inet ibtrs_drop {
@@ -190,26 +232,24 @@ table inet ibtrs_drop {
 EOF
 	sleep 3
 	ip netns exec "$C" nft delete table inet ibtrs_drop
-	wait "$bench_pid"
-	local rc=$?
+	end_bench drop
 	stop_server
-	check drop "$t" "$rc"
+	check drop "$t" "$rc" "$restored"
 }
 
 scenario_kill() {
 	start_server kill || return 1
-	run_bench kill 10
-	sleep 3
+	run_bench kill 60
+	wait_load kill
 	local t=$(now)
 	kill -9 "$srv_pid"
 	wait "$srv_pid" 2>/dev/null
 	srv_pid=
 	sleep 1
 	start_server kill || return 1
-	wait "$bench_pid"
-	local rc=$?
+	end_bench kill
 	stop_server
-	check kill "$t" "$rc"
+	check kill "$t" "$rc" "$restored"
 }
 
 scenario_link

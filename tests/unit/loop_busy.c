@@ -79,10 +79,22 @@ static void check_adaptive(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
 		fire(src);
 		usleep(500);
 	}
-	n = polls_during(loop, src, 2);
-	win = ibtrs_loop_poll_window_ns(loop);
-	printf("adaptive, events 1 ms apart: window %llu us, %llu empty polls in the 2 ms after one\n",
-	       (unsigned long long)win / 1000, (unsigned long long)n);
+	/*
+	 * On a busy machine a gap may exceed the 20 ms bound now and then
+	 * and shrink the window, and the loop thread may lose its CPU for
+	 * all of the 2 ms after an event: go on with events 1 ms apart, at
+	 * most 2000 more, until the window is open and the loop was seen
+	 * polling in it. A loop that never polls fails all the same.
+	 */
+	for (n = 0, win = 0; i < 2039; i++) {
+		n = polls_during(loop, src, 2);
+		win = ibtrs_loop_poll_window_ns(loop);
+		CHECK(win <= 20000000);
+		if (win >= 500000 && n > 0)
+			break;
+	}
+	printf("adaptive, events 1 ms apart: window %llu us after %u of them, %llu empty polls in the 2 ms after one\n",
+	       (unsigned long long)win / 1000, i + 1, (unsigned long long)n);
 	CHECK(win >= 500000 && win <= 20000000);
 	CHECK(n > 0);
 
@@ -100,9 +112,12 @@ static void check_adaptive(struct ibtrs_loop *loop, struct ibtrs_loop_src *src)
 	CHECK_EQ(win, 0);
 	CHECK_EQ(n, 0);
 
-	/* Fixed window: the loop polls after such an event all the same. */
+	/* Fixed window: the loop polls after such an event all the same
+	 * (seen in one of at most 100 events: the loop thread may lose its
+	 * CPU for all of a window on a busy machine). */
 	ibtrs_loop_set_busy_poll(loop, 20000, false);
-	n = polls_during(loop, src, 10);
+	for (i = 0, n = 0; i < 100 && !n; i++)
+		n = polls_during(loop, src, 10);
 	printf("fixed 20 ms: %llu empty polls in the 10 ms after an event\n",
 	       (unsigned long long)n);
 	CHECK(n > 0);
@@ -114,6 +129,7 @@ int main(void)
 {
 	struct ibtrs_loop_src src = { .cb = ev_cb };
 	struct ibtrs_loop *loop;
+	unsigned int i;
 	uint64_t n;
 
 	alarm(60);
@@ -136,11 +152,18 @@ int main(void)
 	printf("busy poll 300 ms: %llu empty polls in the first 100 ms\n",
 	       (unsigned long long)n);
 	CHECK(n > 10);
-	/* ...and sleeps once 300 ms passed without one. */
+	/* ...and sleeps once 300 ms passed without one: no empty poll in
+	 * a 100 ms look from 400 ms on. A loop thread that lost its CPU in
+	 * the middle of a poll may finish that one late: look again, ten
+	 * times at most; a loop that polls on fails. */
 	usleep(400000);
-	n = polls_during(loop, NULL, 100);
-	printf("busy poll 300 ms: %llu empty polls 500 ms after the event\n",
-	       (unsigned long long)n);
+	for (i = 0; i < 10; i++) {
+		n = polls_during(loop, NULL, 100);
+		if (!n)
+			break;
+	}
+	printf("busy poll 300 ms: %llu empty polls in a 100 ms look %u ms after the event\n",
+	       (unsigned long long)n, 400 + 100 * i);
 	CHECK_EQ(n, 0);
 
 	/* Switched off again: after the next event it sleeps at once. */

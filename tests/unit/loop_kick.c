@@ -61,10 +61,15 @@ static bool ran_reaches(unsigned int n)
 	return atomic_load(&ran) >= n;
 }
 
-/* Let the loop run dry and go to sleep. */
+/*
+ * Wait until the loop ran dry and sleeps: its thread (the only other one
+ * now) blocked in three looks in a row, at most 10 s. A fixed pause is not
+ * enough on a busy machine, where the loop thread may not have run at all
+ * meanwhile.
+ */
 static void settle(void)
 {
-	usleep(20000);
+	CHECK(t_wait_others_blocked(3, 10000));
 }
 
 /* Runs on the loop thread for about 50 us. */

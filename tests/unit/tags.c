@@ -114,8 +114,8 @@ static void wait_waiters(unsigned int n)
 	for (i = 0; i < 2000 && atomic_load(&tags.waiters) != n; i++)
 		usleep(1000);
 	CHECK_EQ(atomic_load(&tags.waiters), n);
-	/* Past the count, into the sleep. */
-	usleep(20000);
+	/* Past the count, into the sleep: every waiter blocked. */
+	CHECK(t_wait_others_blocked(3, 10000));
 }
 
 static void test_wake_batch(void)
