@@ -22,4 +22,4 @@ ibtrs_need_pkgs() {
 }
 
 IBTRS_BUILD_PKGS=(gcc make cmake pkg-config libc6-dev)
-IBTRS_TEST_PKGS=(python3 iproute2 nftables clang-format groff-base man-db g++ libfabric-dev)
+IBTRS_TEST_PKGS=(python3 iproute2 nftables clang-format groff-base man-db g++ libfabric-dev liburing-dev nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils fio fuse3)
