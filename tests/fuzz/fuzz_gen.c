@@ -193,5 +193,7 @@ int main(int argc, char **argv)
 	out_dir = argv[1];
 	gen_proto();
 	gen_ibnbd();
+	gen_tcp();
+	gen_ctl();
 	return 0;
 }
