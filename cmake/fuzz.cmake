@@ -94,7 +94,7 @@ endforeach()
 
 # The seed corpus generator: valid messages from the real encoders.
 add_executable(fuzz_gen ${IBTRS_FUZZ_DIR}/fuzz_gen.c ${IBTRS_FUZZ_DIR}/gen_tcp.c
-	${IBTRS_FUZZ_DIR}/gen_text.c)
+	${IBTRS_FUZZ_DIR}/gen_text.c ${IBTRS_FUZZ_DIR}/gen_srv.c)
 target_compile_definitions(fuzz_gen PRIVATE _GNU_SOURCE IBTRS_BUILD)
 target_include_directories(fuzz_gen PRIVATE ${IBTRS_FUZZ_DIR})
 target_link_options(fuzz_gen PRIVATE ${IBTRS_FUZZ_SAN})

@@ -195,5 +195,6 @@ int main(int argc, char **argv)
 	gen_ibnbd();
 	gen_tcp();
 	gen_ctl();
+	gen_srv();
 	return 0;
 }
