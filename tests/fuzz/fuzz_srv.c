@@ -7,8 +7,9 @@
  * loop backend. Bugs that need a handshake first are reachable, since the
  * program (srv_prog.h) can do the handshake right and then go wrong.
  *
- * srv.c is included so that the harness can wait for the server's loop
- * and end every session after each input: inputs start from the same
+ * srv.c is included so that the harness can wait for the server's loop,
+ * run its tick on a clock the program moves, and end every session after
+ * each input: inputs start from the same
  * state, a server with no session. The client end is the loop backend's
  * ops table, driven by hand, on a loop of its own. The server application
  * answers, fails or holds each request as its first user byte says.
@@ -69,6 +70,8 @@ static struct ibtrs_xprt_pd *cpd;
 static struct ibtrs_xprt_mr *cmr;
 static char *cbuf;
 static char *reqbuf;
+
+static _Atomic uint64_t fake_ns = 1000000000000ull;
 
 static pthread_mutex_t clt_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t clt_cond;
@@ -499,6 +502,28 @@ static void op_write(struct fuzz_in *in)
 }
 
 /**
+ * fake_clock() - the clock of the library, moved by SRV_OP_TICK only
+ *
+ * Return: nanoseconds.
+ */
+static uint64_t fake_clock(void)
+{
+	return atomic_load(&fake_ns);
+}
+
+/**
+ * op_tick() - SRV_OP_TICK: time passes, the server's tick runs
+ * @in: the program
+ */
+static void op_tick(struct fuzz_in *in)
+{
+	uint64_t step = (fuzz_u8(in) + 1ull) * SRV_TICK_STEP_MS * 1000000ull;
+
+	atomic_fetch_add(&fake_ns, step);
+	ibtrs_loop_call(srv->loop, srv_tick, srv);
+}
+
+/**
  * close_sessions() - end every session and listen again, on the loop
  * @arg: unused
  */
@@ -567,6 +592,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	pthread_cond_init(&clt_cond, &ca);
 	pthread_condattr_destroy(&ca);
 
+	/* Heartbeats and graces follow the program's clock; the periodic
+	 * tick still runs in real time but sees only that clock. */
+	ibtrs_set_test_clock(fake_clock);
 	srv_addr.sin_family = AF_INET;
 	srv_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ibtrs_srv_opts_init(&srv_opts, sizeof(srv_opts));
@@ -576,7 +604,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	srv_opts.queue_depth = SRV_QUEUE_DEPTH;
 	srv_opts.max_io_size = SRV_MAX_IO;
 	srv_opts.max_sessions = SRV_MAX_SESSIONS;
-	srv_opts.hb_timeout_ms = 600000; /* no timeouts within an input */
+	srv_opts.hb_timeout_ms = SRV_HB_TIMEOUT_MS;
+	srv_opts.sess_grace_ms = SRV_GRACE_MS;
 	srv_opts.no_control = true;
 	srv_opts.rdma_ev = app_rdma_ev;
 	srv_opts.link_ev = app_link_ev;
@@ -633,8 +662,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case SRV_OP_ANSWER:
 			answer_held(fuzz_u8(&in) & 1 ? -EIO : 0);
 			break;
-		default:
+		case SRV_OP_SYNC:
 			sync_all();
+			break;
+		default:
+			op_tick(&in);
 			break;
 		}
 	}

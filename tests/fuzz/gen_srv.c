@@ -170,4 +170,23 @@ void gen_srv(void)
 	connect_(&p, 3, 3, 0, 0, 1);
 	info(&p, 3, 1);
 	gen_write("srv", "sessions", p.b, p.n);
+
+	/* Heartbeats, a timeout, a grace that runs out. */
+	p.n = 0;
+	connect_(&p, 0, 0, 0, 0, 1);
+	info(&p, 0, 0);
+	op2(&p, SRV_OP_TICK, 5);
+	v[0] = SRV_OP_IMM;
+	v[1] = 0;
+	v[2] = 1;
+	put(&p, 3, v);
+	op2(&p, SRV_OP_TICK, 30);
+	connect_(&p, 1, 1, 0, 0, 1);
+	info(&p, 1, 1);
+	req(&p, 1, false, 0, 8, 1, 1, SRV_ACT_HOLD);
+	op2(&p, SRV_OP_DISC, 1);
+	p.b[p.n++] = SRV_OP_SYNC;
+	op2(&p, SRV_OP_TICK, 255);
+	op2(&p, SRV_OP_ANSWER, 0);
+	gen_write("srv", "tick", p.b, p.n);
 }

@@ -27,6 +27,9 @@
  * SRV_OP_DISC     a: disconnect slot a&3
  * SRV_OP_ANSWER   a: answer the held requests, with an error when a&1
  * SRV_OP_SYNC     -: wait until both ends have handled everything sent
+ * SRV_OP_TICK     a: move the server's clock (ibtrs_set_test_clock()) on
+ *                 by (a + 1) * 50 ms and run its tick: heartbeats,
+ *                 heartbeat timeouts, the grace of sessions without a path
  */
 #ifndef IBTRS_FUZZ_SRV_PROG_H
 #define IBTRS_FUZZ_SRV_PROG_H
@@ -40,6 +43,7 @@ enum {
 	SRV_OP_DISC,
 	SRV_OP_ANSWER,
 	SRV_OP_SYNC,
+	SRV_OP_TICK,
 	SRV_OP_NR,
 };
 
@@ -56,5 +60,8 @@ enum {
 #define SRV_QUEUE_DEPTH 4
 #define SRV_MAX_IO 4096
 #define SRV_MAX_SESSIONS 2
+#define SRV_HB_TIMEOUT_MS 1000
+#define SRV_GRACE_MS 10000
+#define SRV_TICK_STEP_MS 50
 
 #endif /* IBTRS_FUZZ_SRV_PROG_H */
