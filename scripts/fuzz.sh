@@ -12,6 +12,7 @@
 #   FUZZ_RUNS       stop each target after this many executions instead
 #                   (SECONDS then still bounds it)
 #   FUZZ_JOBS       targets run at once (default 1)
+#   FUZZ_REPORT=1   run nothing: print the table of the targets' last runs
 # New inputs go to FUZZ_BUILD_DIR/fuzz-work/<target>, findings to
 # FUZZ_BUILD_DIR/fuzz-findings/<target>/; the committed corpus
 # (tests/fuzz/corpus) is read, never written. The exit status is 1 when a
@@ -32,13 +33,17 @@ if ! command -v clang >/dev/null; then
 	echo "fuzz: clang not found (apt-get install clang libclang-rt-dev)" >&2
 	exit 77
 fi
+mkdir -p "$dir"
+log=$dir/fuzz-build.log
 if [ ! -f "$dir/CMakeCache.txt" ]; then
 	CC=clang cmake -S . -B "$dir" -DIBTRS_FUZZ=ON \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir.log" 2>&1 ||
-		{ cat "$dir.log"; exit 1; }
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo >"$log" 2>&1 ||
+		{ cat "$log"; exit 1; }
 fi
-nice -n 19 cmake --build "$dir" --target fuzz -j"$(nproc)" >>"$dir.log" 2>&1 ||
-	{ tail -40 "$dir.log"; exit 1; }
+if [ "${FUZZ_REPORT:-0}" != 1 ]; then
+	nice -n 19 cmake --build "$dir" --target fuzz -j"$(nproc)" >>"$log" 2>&1 ||
+		{ tail -40 "$log"; exit 1; }
+fi
 
 targets=${FUZZ_TARGETS:-$(cd "$dir" && ls fuzz_* | sed -n 's/^fuzz_//p' | grep -v '^gen$')}
 mkdir -p "$dir/fuzz-work" "$dir/fuzz-findings" "$dir/fuzz-logs"
@@ -62,7 +67,8 @@ run_one() { # target
 }
 
 running=0
-for t in $targets; do
+[ "${FUZZ_REPORT:-0}" = 1 ] && targets_run= || targets_run=$targets
+for t in $targets_run; do
 	echo "fuzz: $t (${secs}s)" >&2
 	run_one "$t" &
 	running=$((running + 1))
@@ -78,6 +84,7 @@ printf '%-22s %12s %6s %7s %7s %9s %6s  %s\n' target execs cov ft corpus \
 	exec/s secs result
 for t in $targets; do
 	log=$dir/fuzz-logs/$t.log
+	[ -f "$dir/fuzz-logs/$t.rc" ] || continue
 	read -r rc took <"$dir/fuzz-logs/$t.rc"
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
