@@ -28,7 +28,8 @@
 #define CLT_RECVS (2 * SRV_QUEUE_DEPTH + 16)
 #define WR_ID_CLT_INFO 1
 #define INFO_WAIT_MS 200
-#define END_WAIT_MS 5000
+#define CONNECT_WAIT_MS 10000
+#define END_WAIT_MS 10000
 #define MAX_HELD 16
 
 /**
@@ -334,7 +335,7 @@ static void op_connect(struct fuzz_in *in)
 
 	memset(rsp, 0, sizeof(rsp));
 	ret = xops->connect(cpd, NULL, (struct sockaddr *)&srv_addr, &attr, &m,
-			    rsp, 2000, &con);
+			    rsp, CONNECT_WAIT_MS, &con);
 	FUZZ_CHECK(ret != -ETIMEDOUT);
 	if (ret)
 		return;
