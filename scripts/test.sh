@@ -107,6 +107,28 @@ if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
 	run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=thread
 fi
 
+# The fuzz targets (tests/fuzz) for a fixed number of inputs each, in a
+# clang build of their own; skipped without clang and its libFuzzer runtime.
+if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
+	if ! printf 'int LLVMFuzzerTestOneInput(void){return 0;}\n' |
+		clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1; then
+		echo "=== fuzz: SKIPPED (no clang with libFuzzer: clang, libclang-rt-14-dev)"
+	elif CC=clang cmake -S . -B build-test-fuzz -DIBTRS_WERROR=ON -DIBTRS_FUZZ=ON \
+		>build-test-fuzz.log 2>&1 &&
+		cmake --build build-test-fuzz --target fuzz -j"$jobs" >>build-test-fuzz.log 2>&1; then
+		echo "=== fuzz: tests"
+		if (cd build-test-fuzz && ctest -j"$jobs" -L fuzz --output-on-failure --timeout 300); then
+			passed=$((passed + 1))
+		else
+			failed=$((failed + 1))
+		fi
+	else
+		tail -40 build-test-fuzz.log
+		echo "=== fuzz: build FAILED"
+		failed=$((failed + 1))
+	fi
+fi
+
 stop_hogs
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

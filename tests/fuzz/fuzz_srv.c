@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_srv.c - the server's state machine under a fuzzer-driven client:
+ * connection requests, INFO_REQ, requests with their trailers and
+ * immediates, heartbeats, closes and raw writes, in any order, over any
+ * number of connections and paths, through a live server on the in-process
+ * loop backend. Bugs that need a handshake first are reachable, since the
+ * program (srv_prog.h) can do the handshake right and then go wrong.
+ *
+ * srv.c is included so that the harness can wait for the server's loop,
+ * run its tick on a clock the program moves, and end every session after
+ * each input: inputs start from the same
+ * state, a server with no session. The client end is the loop backend's
+ * ops table, driven by hand, on a loop of its own. The server application
+ * answers, fails or holds each request as its first user byte says.
+ *
+ * Checked beyond ASan and UBSan: an accepted connection carries a usable
+ * geometry, the application sees only requests within the session's
+ * limits, every session ends once its client is gone and its requests are
+ * answered, and a DISCONNECTED event follows each CONNECTED one.
+ */
+#include "../../src/core/srv.c"
+
+#include "fuzz.h"
+#include "srv_prog.h"
+
+#define CLT_BUF_LEN (64u << 10) /* READ destinations */
+#define CLT_RECVS (2 * SRV_QUEUE_DEPTH + 16)
+#define WR_ID_CLT_INFO 1
+#define INFO_WAIT_MS 200
+#define CONNECT_WAIT_MS 10000
+#define END_WAIT_MS 10000
+#define MAX_HELD 16
+
+/**
+ * struct slot - one client connection
+ * @con: the connection, NULL when the slot is empty
+ * @sess: which session uuid it was opened for
+ * @geo: the geometry the server accepted it with
+ * @off_bits: offset bits of its request immediates
+ * @info_buf: its receive for INFO_RSP
+ *
+ * Under clt_lock: @failed (err() ran), @info_done (an INFO_RSP decoded).
+ */
+struct slot {
+	struct ibtrs_xprt_con *con;
+	unsigned int sess;
+	struct ibtrs_conn_rsp geo;
+	unsigned int off_bits;
+	char info_buf[IBTRS_INFO_RSP_MAX_LEN];
+	bool failed;
+	bool info_done;
+};
+
+/**
+ * struct pool - a session's chunk pool as an INFO_RSP described it
+ * @valid: an INFO_RSP came
+ * @desc: address, key and length
+ */
+struct pool {
+	bool valid;
+	struct ibtrs_desc desc;
+};
+
+static struct ibtrs_srv_ctx *srv;
+static struct ibtrs_srv_opts srv_opts;
+static struct sockaddr_in srv_addr;
+static const struct ibtrs_xprt_ops *xops;
+static struct ibtrs_loop *cloop;
+static struct ibtrs_xprt_pd *cpd;
+static struct ibtrs_xprt_mr *cmr;
+static char *cbuf;
+static char *reqbuf;
+
+static _Atomic uint64_t fake_ns = 1000000000000ull;
+
+static pthread_mutex_t clt_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clt_cond;
+static struct slot slots[SRV_SLOTS];
+static struct pool pools[4]; /* under clt_lock */
+
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibtrs_srv_op *held[MAX_HELD]; /* under app_lock */
+static unsigned int nr_held;
+static int connected_evs; /* under app_lock */
+
+/**
+ * app_rdma_ev() - the server application: check a request and act on it
+ * @sess: the session
+ * @priv: unused
+ * @id: the request
+ * @dir: IBTRS_READ or IBTRS_WRITE
+ * @data: its data in the chunk
+ * @datalen: its data length
+ * @usr: its user message, right after the data
+ * @usrlen: the user message's length
+ *
+ * Return: 0, or -EIO for SRV_ACT_FAIL.
+ */
+static int app_rdma_ev(struct ibtrs_srv *sess, void *priv,
+		       struct ibtrs_srv_op *id, int dir, void *data,
+		       size_t datalen, const void *usr, size_t usrlen)
+{
+	uint8_t act = usrlen ? *(const uint8_t *)usr : SRV_ACT_OK;
+
+	(void)priv;
+	FUZZ_CHECK(dir == IBTRS_READ || dir == IBTRS_WRITE);
+	FUZZ_CHECK(datalen <= SRV_MAX_IO && usrlen <= IBTRS_MAX_USR_MSG);
+	FUZZ_CHECK((const char *)usr == (const char *)data + datalen);
+	FUZZ_CHECK((char *)data >= sess->chunks &&
+		   (const char *)usr + usrlen + sizeof(struct ibtrs_trailer) <=
+			   sess->chunks + sess->pool_len);
+	switch (act % 4) {
+	case SRV_ACT_FAIL:
+		return -EIO;
+	case SRV_ACT_HOLD:
+		pthread_mutex_lock(&app_lock);
+		if (nr_held < MAX_HELD) {
+			held[nr_held++] = id;
+			pthread_mutex_unlock(&app_lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&app_lock);
+		break;
+	case SRV_ACT_ERROR:
+		ibtrs_srv_resp_rdma(id, -ENOSPC);
+		return 0;
+	}
+	if (dir == IBTRS_READ)
+		memset(data, 0xab, datalen);
+	ibtrs_srv_resp_rdma(id, 0);
+	return 0;
+}
+
+/**
+ * app_link_ev() - the server application's session events
+ * @sess: the session
+ * @ev: connected or disconnected
+ * @priv: unused
+ *
+ * Return: -EPERM for a session whose name starts with 'r', else 0.
+ */
+static int app_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
+		       void *priv)
+{
+	char name[IBTRS_SESSNAME_LEN];
+
+	(void)priv;
+	if (ev == IBTRS_SRV_LINK_EV_DISCONNECTED) {
+		pthread_mutex_lock(&app_lock);
+		FUZZ_CHECK(connected_evs > 0);
+		connected_evs--;
+		pthread_mutex_unlock(&app_lock);
+		return 0;
+	}
+	FUZZ_CHECK(ev == IBTRS_SRV_LINK_EV_CONNECTED);
+	FUZZ_CHECK(!ibtrs_srv_get_sess_name(sess, name, sizeof(name)));
+	FUZZ_CHECK(name[0] && !strchr(name, '/'));
+	if (name[0] == 'r')
+		return -EPERM;
+	pthread_mutex_lock(&app_lock);
+	connected_evs++;
+	pthread_mutex_unlock(&app_lock);
+	return 0;
+}
+
+/**
+ * answer_held() - answer every held request
+ * @err: 0 or a negative errno
+ */
+static void answer_held(int err)
+{
+	struct ibtrs_srv_op *ops[MAX_HELD];
+	unsigned int i, n;
+
+	pthread_mutex_lock(&app_lock);
+	n = nr_held;
+	memcpy(ops, held, n * sizeof(ops[0]));
+	nr_held = 0;
+	pthread_mutex_unlock(&app_lock);
+	for (i = 0; i < n; i++)
+		ibtrs_srv_resp_rdma(ops[i], err);
+}
+
+/**
+ * clt_wc() - a completion of a client connection
+ * @con: the connection
+ * @wc: the completion
+ */
+static void clt_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
+{
+	struct slot *s = con->ctx;
+	struct ibtrs_desc d;
+
+	if (wc->opcode == IBTRS_WC_RECV) {
+		/* Only the INFO receive has room for a SEND. */
+		FUZZ_CHECK(wc->wr_id == WR_ID_CLT_INFO);
+		if (ibtrs_info_rsp_decode(s->info_buf, wc->byte_len, &d, 1) ==
+		    1) {
+			pthread_mutex_lock(&clt_lock);
+			pools[s->sess].valid = true;
+			pools[s->sess].desc = d;
+			s->info_done = true;
+			pthread_cond_broadcast(&clt_cond);
+			pthread_mutex_unlock(&clt_lock);
+		}
+		return;
+	}
+	if (wc->opcode != IBTRS_WC_RECV_IMM)
+		return;
+	FUZZ_CHECK(ibtrs_imm_type(wc->imm) == IBTRS_IMM_IO_RSP ||
+		   ibtrs_imm_type(wc->imm) == IBTRS_IMM_HB ||
+		   ibtrs_imm_type(wc->imm) == IBTRS_IMM_HB_ACK);
+	if (wc->wr_id == WR_ID_CLT_INFO)
+		xops->post_recv(con, s->info_buf, sizeof(s->info_buf),
+				WR_ID_CLT_INFO);
+	else
+		xops->post_recv(con, NULL, 0, 0);
+}
+
+/**
+ * clt_err() - a client connection failed
+ * @con: the connection
+ * @err: why
+ */
+static void clt_err(struct ibtrs_xprt_con *con, int err)
+{
+	struct slot *s = con->ctx;
+
+	FUZZ_CHECK(err < 0);
+	pthread_mutex_lock(&clt_lock);
+	s->failed = true;
+	pthread_cond_broadcast(&clt_cond);
+	pthread_mutex_unlock(&clt_lock);
+}
+
+static const struct ibtrs_xprt_handler clt_handler = {
+	.wc = clt_wc,
+	.err = clt_err,
+};
+
+/**
+ * do_disconnect() - disconnect a client connection, on its loop
+ * @arg: the connection
+ */
+static void do_disconnect(void *arg)
+{
+	xops->disconnect(arg);
+}
+
+/**
+ * noop() - nothing, on a loop: ibtrs_loop_call() of it waits for the loop
+ * @arg: unused
+ */
+static void noop(void *arg)
+{
+	(void)arg;
+}
+
+/**
+ * slot_close() - disconnect and free a slot's connection
+ * @s: the slot
+ */
+static void slot_close(struct slot *s)
+{
+	if (!s->con)
+		return;
+	ibtrs_loop_call(cloop, do_disconnect, s->con);
+	xops->destroy(s->con);
+	s->con = NULL;
+}
+
+/**
+ * sync_all() - wait until both loops handled what was sent so far
+ */
+static void sync_all(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		ibtrs_loop_call(srv->loop, noop, NULL);
+		ibtrs_loop_call(cloop, noop, NULL);
+	}
+}
+
+/**
+ * wait_info() - wait for a slot's INFO_RSP or failure, bounded
+ * @s: the slot
+ */
+static void wait_info(struct slot *s)
+{
+	uint64_t end = ibtrs_real_now_ns() + INFO_WAIT_MS * 1000000ull;
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
+
+	pthread_mutex_lock(&clt_lock);
+	while (!s->info_done && !s->failed &&
+	       pthread_cond_timedwait(&clt_cond, &clt_lock, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&clt_lock);
+}
+
+/**
+ * op_connect() - SRV_OP_CONNECT
+ * @in: the program
+ */
+static void op_connect(struct fuzz_in *in)
+{
+	struct ibtrs_xprt_con_attr attr = {
+		.max_send_wr = 64,
+		.max_recv_wr = CLT_RECVS + 1,
+		.max_send_sge = 2,
+	};
+	uint8_t a = fuzz_u8(in), b = fuzz_u8(in), recon = fuzz_u8(in);
+	struct slot *s = &slots[a & 3];
+	struct ibtrs_conn_req r = {
+		.version = IBTRS_PROTO_VER,
+		.cid = b & 15,
+		.cid_num = (uint16_t)((b >> 4) + 1),
+		.recon_cnt = recon,
+		.first_conn = (a >> 5) & 1,
+	};
+	uint8_t rsp[IBTRS_XPRT_PRIV_LEN];
+	struct ibtrs_msg_conn_req m;
+	struct ibtrs_xprt_con *con;
+	unsigned int i;
+	int ret;
+
+	r.sess_uuid[0] = (uint8_t)(1 + ((a >> 2) & 3));
+	r.path_uuid[0] = (uint8_t)(1 + ((a >> 4) & 1));
+	ibtrs_conn_req_encode(&m, &r);
+	if (a & 0x80)
+		m.version = htole16(fuzz_u16(in));
+	slot_close(s);
+
+	memset(rsp, 0, sizeof(rsp));
+	ret = xops->connect(cpd, NULL, (struct sockaddr *)&srv_addr, &attr, &m,
+			    rsp, CONNECT_WAIT_MS, &con);
+	FUZZ_CHECK(ret != -ETIMEDOUT);
+	if (ret)
+		return;
+	FUZZ_CHECK(!ibtrs_conn_rsp_decode(rsp, sizeof(rsp), &s->geo));
+	FUZZ_CHECK(!s->geo.err && s->geo.queue_depth == SRV_QUEUE_DEPTH);
+	ret = ibtrs_imm_off_bits(s->geo.queue_depth, s->geo.chunk_size);
+	FUZZ_CHECK(ret >= 0);
+	s->off_bits = (unsigned int)ret;
+	s->sess = (a >> 2) & 3;
+	pthread_mutex_lock(&clt_lock);
+	s->failed = false;
+	s->info_done = false;
+	pthread_mutex_unlock(&clt_lock);
+	con->handler = &clt_handler;
+	con->ctx = s;
+	FUZZ_CHECK(!xops->post_recv(con, s->info_buf, sizeof(s->info_buf),
+				    WR_ID_CLT_INFO));
+	for (i = 0; i < CLT_RECVS; i++)
+		FUZZ_CHECK(!xops->post_recv(con, NULL, 0, 0));
+	FUZZ_CHECK(!xops->start(con, cloop));
+	s->con = con;
+}
+
+/**
+ * op_info() - SRV_OP_INFO
+ * @in: the program
+ */
+static void op_info(struct fuzz_in *in)
+{
+	static const char *const names[] = { "s0", "s1", "refused" };
+	uint8_t a = fuzz_u8(in);
+	struct slot *s = &slots[a & 3];
+	struct ibtrs_msg_info_req m;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	char raw[300];
+	size_t n;
+
+	if (((a >> 2) & 3) == 3) {
+		const uint8_t *p =
+			fuzz_bytes(in, fuzz_u16(in) % sizeof(raw), &n);
+
+		memcpy(raw, p, n);
+		iov.iov_base = raw;
+		iov.iov_len = n;
+	} else {
+		ibtrs_info_req_encode(&m, names[(a >> 2) & 3]);
+	}
+	if (!s->con)
+		return;
+	pthread_mutex_lock(&clt_lock);
+	s->info_done = false;
+	pthread_mutex_unlock(&clt_lock);
+	if (!xops->post_send(s->con, &iov, 1, 0, 0))
+		wait_info(s);
+}
+
+/**
+ * op_req() - SRV_OP_REQ: data, user message and trailer, then the
+ * immediate, in one WRITE into the chunk
+ * @in: the program
+ */
+static void op_req(struct fuzz_in *in)
+{
+	uint8_t a = fuzz_u8(in), chunk8 = fuzz_u8(in);
+	uint32_t data_len = fuzz_u16(in) % (SRV_MAX_IO + 2);
+	uint32_t usr_len = fuzz_u16(in) % (IBTRS_MAX_USR_MSG + 2);
+	uint8_t gen = fuzz_u8(in), act = fuzz_u8(in);
+	uint32_t raw_imm = (a >> 3) & 1 ? fuzz_u32(in) : 0;
+	struct slot *s = &slots[a & 3];
+	struct ibtrs_req_trailer t = {
+		.dir = (a >> 2) & 1 ? IBTRS_READ : IBTRS_WRITE,
+		.usr_len = (uint16_t)usr_len,
+		.gen = gen,
+	};
+	struct ibtrs_desc pool;
+	struct ibtrs_trailer tr;
+	uint32_t chunk, off, imm, start;
+	struct iovec iov;
+	size_t len = 0;
+
+	if (!s->con)
+		return;
+	pthread_mutex_lock(&clt_lock);
+	pool = pools[s->sess].desc;
+	pthread_mutex_unlock(&clt_lock);
+	chunk = chunk8 % (s->geo.queue_depth + 1u);
+	off = data_len + usr_len;
+	if (t.dir == IBTRS_READ) {
+		t.desc.addr = cmr->addr + (uint64_t)gen * 64;
+		t.desc.key = cmr->key ^ ((a >> 4) & 1);
+		t.desc.len = data_len + ((a >> 5) & 1);
+		start = data_len;
+	} else {
+		memset(reqbuf, 0x5c, data_len);
+		len = data_len;
+		start = 0;
+	}
+	memset(reqbuf + len, 0x33, usr_len);
+	if (usr_len)
+		reqbuf[len] = (char)act;
+	len += usr_len;
+	ibtrs_trailer_encode(&tr, &t);
+	memcpy(reqbuf + len, &tr, sizeof(tr));
+	len += sizeof(tr);
+
+	imm = (a >> 3) & 1 ? raw_imm : ibtrs_imm_req(chunk, off, s->off_bits);
+	iov.iov_base = reqbuf;
+	iov.iov_len = len;
+	xops->post_write(s->con, &iov, 1,
+			 pool.addr + (uint64_t)chunk * s->geo.chunk_size +
+				 start,
+			 pool.key, imm, 0, IBTRS_XPRT_IMM);
+}
+
+/**
+ * op_imm() - SRV_OP_IMM: an immediate without data
+ * @in: the program
+ */
+static void op_imm(struct fuzz_in *in)
+{
+	uint8_t a = fuzz_u8(in), kind = fuzz_u8(in) % 5;
+	struct slot *s = &slots[a & 3];
+	uint32_t imm;
+
+	switch (kind) {
+	case 0:
+		imm = ibtrs_imm_hb(IBTRS_IMM_HB);
+		break;
+	case 1:
+		imm = ibtrs_imm_hb(IBTRS_IMM_HB_ACK);
+		break;
+	case 2:
+		imm = ibtrs_imm_hb(IBTRS_IMM_CLOSE);
+		break;
+	case 3:
+		imm = fuzz_u32(in);
+		break;
+	default:
+		imm = fuzz_u32(in) & IBTRS_IMM_PAYLOAD_MASK;
+		break;
+	}
+	if (s->con)
+		xops->post_write(s->con, NULL, 0, 0, 0, imm, 0, IBTRS_XPRT_IMM);
+}
+
+/**
+ * op_write() - SRV_OP_WRITE: bytes into the pool, no immediate
+ * @in: the program
+ */
+static void op_write(struct fuzz_in *in)
+{
+	uint8_t a = fuzz_u8(in);
+	uint32_t off = fuzz_u32(in), len = fuzz_u16(in) % 4097u;
+	struct slot *s = &slots[a & 3];
+	struct iovec iov = { .iov_base = reqbuf, .iov_len = len };
+	struct ibtrs_desc pool;
+
+	if (!s->con)
+		return;
+	pthread_mutex_lock(&clt_lock);
+	pool = pools[s->sess].desc;
+	pthread_mutex_unlock(&clt_lock);
+	memset(reqbuf, 0x77, len);
+	xops->post_write(s->con, &iov, 1, pool.addr + off, pool.key, 0, 0, 0);
+}
+
+/**
+ * fake_clock() - the clock of the library, moved by SRV_OP_TICK only
+ *
+ * Return: nanoseconds.
+ */
+static uint64_t fake_clock(void)
+{
+	return atomic_load(&fake_ns);
+}
+
+/**
+ * op_tick() - SRV_OP_TICK: time passes, the server's tick runs
+ * @in: the program
+ */
+static void op_tick(struct fuzz_in *in)
+{
+	uint64_t step = (fuzz_u8(in) + 1ull) * SRV_TICK_STEP_MS * 1000000ull;
+
+	atomic_fetch_add(&fake_ns, step);
+	ibtrs_loop_call(srv->loop, srv_tick, srv);
+}
+
+/**
+ * close_sessions() - end every session and listen again, on the loop
+ * @arg: unused
+ */
+static void close_sessions(void *arg)
+{
+	struct sockaddr_storage bound;
+
+	(void)arg;
+	srv_close_all(srv);
+	FUZZ_CHECK(!srv_listen(srv, &srv_opts));
+	FUZZ_CHECK(!xops->listener_addr(srv->listener, &bound));
+	srv_addr.sin_port = ((struct sockaddr_in *)&bound)->sin_port;
+}
+
+/**
+ * end_input() - back to a server with no session
+ *
+ * A session that does not end once its client is gone and its requests
+ * are answered is a leak: the check fails after END_WAIT_MS.
+ */
+static void end_input(void)
+{
+	uint64_t end = ibtrs_real_now_ns() + END_WAIT_MS * 1000000ull;
+	unsigned int i, left;
+
+	answer_held(0);
+	for (i = 0; i < SRV_SLOTS; i++)
+		slot_close(&slots[i]);
+	ibtrs_loop_call(srv->loop, close_sessions, NULL);
+	for (;;) {
+		struct timespec ms = { .tv_nsec = 1000000 };
+
+		answer_held(0);
+		pthread_mutex_lock(&srv->lock);
+		left = srv->nr_sessions;
+		pthread_mutex_unlock(&srv->lock);
+		if (!left || ibtrs_real_now_ns() >= end)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	FUZZ_CHECK(!left);
+	pthread_mutex_lock(&app_lock);
+	FUZZ_CHECK(!connected_evs && !nr_held);
+	pthread_mutex_unlock(&app_lock);
+	pthread_mutex_lock(&clt_lock);
+	memset(pools, 0, sizeof(pools));
+	pthread_mutex_unlock(&clt_lock);
+}
+
+/**
+ * LLVMFuzzerInitialize() - the server, the client's loop, pd and region
+ * @argc: unused
+ * @argv: unused
+ *
+ * Return: 0.
+ */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct iovec iov;
+	pthread_condattr_t ca;
+
+	(void)argc;
+	(void)argv;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&clt_cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	/* Heartbeats and graces follow the program's clock; the periodic
+	 * tick still runs in real time but sees only that clock. */
+	ibtrs_set_test_clock(fake_clock);
+	srv_addr.sin_family = AF_INET;
+	srv_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ibtrs_srv_opts_init(&srv_opts, sizeof(srv_opts));
+	srv_opts.port = 0;
+	srv_opts.listen_addr = (struct sockaddr *)&srv_addr;
+	srv_opts.backend = "loop";
+	srv_opts.queue_depth = SRV_QUEUE_DEPTH;
+	srv_opts.max_io_size = SRV_MAX_IO;
+	srv_opts.max_sessions = SRV_MAX_SESSIONS;
+	srv_opts.hb_timeout_ms = SRV_HB_TIMEOUT_MS;
+	srv_opts.sess_grace_ms = SRV_GRACE_MS;
+	srv_opts.no_control = true;
+	srv_opts.rdma_ev = app_rdma_ev;
+	srv_opts.link_ev = app_link_ev;
+	srv = ibtrs_srv_open_opts(&srv_opts);
+	FUZZ_CHECK(srv);
+	srv_addr.sin_port = htons(srv->port);
+
+	xops = ibtrs_xprt_find("loop");
+	FUZZ_CHECK(xops);
+	FUZZ_CHECK(!ibtrs_loop_create(&cloop, "fuzz-clt", NULL, NULL, 0));
+	FUZZ_CHECK(!xops->pd_alloc(&cpd, 1));
+	FUZZ_CHECK(!xops->mr_alloc(cpd, 1, &cmr));
+	cbuf = calloc(1, CLT_BUF_LEN);
+	reqbuf = calloc(1, 2 * SRV_MAX_IO + IBTRS_MAX_USR_MSG + 64);
+	FUZZ_CHECK(cbuf && reqbuf);
+	iov.iov_base = cbuf;
+	iov.iov_len = CLT_BUF_LEN;
+	FUZZ_CHECK(!xops->mr_map(cmr, &iov, 1));
+	return 0;
+}
+
+/**
+ * LLVMFuzzerTestOneInput() - run one program against the server
+ * @data: the program, see srv_prog.h
+ * @size: its length
+ *
+ * Return: 0.
+ */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = { data, size };
+	unsigned int step;
+
+	for (step = 0; step < SRV_MAX_STEPS && in.n; step++) {
+		switch (fuzz_u8(&in) % SRV_OP_NR) {
+		case SRV_OP_CONNECT:
+			op_connect(&in);
+			break;
+		case SRV_OP_INFO:
+			op_info(&in);
+			break;
+		case SRV_OP_REQ:
+			op_req(&in);
+			break;
+		case SRV_OP_IMM:
+			op_imm(&in);
+			break;
+		case SRV_OP_WRITE:
+			op_write(&in);
+			break;
+		case SRV_OP_DISC:
+			slot_close(&slots[fuzz_u8(&in) & 3]);
+			break;
+		case SRV_OP_ANSWER:
+			answer_held(fuzz_u8(&in) & 1 ? -EIO : 0);
+			break;
+		case SRV_OP_SYNC:
+			sync_all();
+			break;
+		default:
+			op_tick(&in);
+			break;
+		}
+	}
+	sync_all();
+	end_input();
+	return 0;
+}
