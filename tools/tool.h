@@ -245,6 +245,9 @@ enum bench_submit {
  * @busy_poll_adaptive: the window of @busy_poll_us adapts (see
  *                      struct ibtrs_clt_opts)
  * @events: fill the result's event log
+ * @export_name: run against this ibnbd export of the server (a block
+ *               device, ibnbd_submit()) instead of the memory target;
+ *               NULL for the memory target
  * @progress: called once per second from the calling thread, or NULL
  * @progress_arg: passed to @progress
  */
@@ -271,6 +274,7 @@ struct bench_cfg {
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
 	bool events;
+	const char *export_name;
 	bench_progress_fn *progress;
 	void *progress_arg;
 };
@@ -311,6 +315,11 @@ struct bench_path_res {
  *           @srv_sys_s are valid
  * @srv_user_s, @srv_sys_s: CPU time of the server process during the run
  * @policy: the session's multipath policy at the end, as text
+ * @export_size: with cfg->export_name, the export's size in bytes
+ * @export_lbs: its logical block size
+ * @final_verified: with cfg->export_name and cfg->verify, blocks read back
+ *                  and checked after the run: every block the run wrote
+ *                  whose last WRITE succeeded
  * @path_cnt: number of valid @paths entries
  * @paths: per-path counters
  * @event_cnt: number of valid @events entries (cfg->events only)
@@ -340,6 +349,9 @@ struct bench_res {
 	double srv_user_s;
 	double srv_sys_s;
 	char policy[32];
+	uint64_t export_size;
+	uint32_t export_lbs;
+	uint64_t final_verified;
 	size_t path_cnt;
 	struct bench_path_res paths[IBTRS_MAX_PATHS];
 	size_t event_cnt;

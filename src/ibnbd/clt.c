@@ -51,6 +51,9 @@ struct ibnbd_dev;
  * @priv: its argument
  * @sg: the data buffers (borrowed)
  * @sg_cnt: elements of @sg
+ * @sg_copy: a copy of the caller's iovec array, made when the request
+ *           waits for a path (the caller's array may be gone by the
+ *           retry); @sg points to it then
  * @len: data bytes
  * @dir: IBTRS_READ or IBTRS_WRITE
  * @slot: index in the pool, SLOT_NONE for an iou on the caller's stack
@@ -68,6 +71,7 @@ struct clt_iou {
 	void *priv;
 	const struct iovec *sg;
 	unsigned int sg_cnt;
+	struct iovec *sg_copy;
 	uint32_t len;
 	int dir;
 	uint32_t slot;
@@ -243,6 +247,10 @@ static void iou_finish(struct clt_iou *iou, int err)
 	ibnbd_done_fn *done = iou->done;
 	void *priv = iou->priv;
 
+	if (iou->sg_copy) {
+		free(iou->sg_copy);
+		iou->sg_copy = NULL;
+	}
 	ibtrs_clt_put_tag(clt->sess, iou->tag);
 	if (iou->slot != SLOT_NONE || dev)
 		slot_put(clt, iou);
@@ -271,7 +279,7 @@ static int iou_send(struct clt_iou *iou)
  * @iou: the request, holding its tag
  *
  * Return: 0 when @iou will complete through iou_finish(), else the
- * negative errno of ibtrs_clt_request() (nothing was sent).
+ * negative errno of ibtrs_clt_request() or -ENOMEM (nothing was sent).
  */
 static int iou_start(struct ibnbd_clt *clt, struct clt_iou *iou)
 {
@@ -279,6 +287,14 @@ static int iou_start(struct ibnbd_clt *clt, struct clt_iou *iou)
 
 	if (ret != -ENOTCONN)
 		return ret;
+	/* The slow path: the request outlives the caller's iovec array. */
+	if (iou->sg_cnt) {
+		iou->sg_copy = malloc(iou->sg_cnt * sizeof(*iou->sg_copy));
+		if (!iou->sg_copy)
+			return -ENOMEM;
+		memcpy(iou->sg_copy, iou->sg, iou->sg_cnt * sizeof(*iou->sg));
+		iou->sg = iou->sg_copy;
+	}
 	iou->deadline_ns = now_ns() + (uint64_t)clt->queue_timeout_ms * 1000000;
 	iou->next = NULL;
 	pthread_mutex_lock(&clt->lock);
@@ -444,6 +460,7 @@ static int ctl_request(struct ibnbd_clt *clt, int dir, const void *msg,
 	}
 	ret = iou_start(clt, &iou);
 	if (ret) {
+		free(iou.sg_copy);
 		ibtrs_clt_put_tag(clt->sess, iou.tag);
 		sync_done(&w, ret);
 	}
@@ -962,6 +979,7 @@ int ibnbd_submit(struct ibnbd_dev *dev, enum ibnbd_op op, uint32_t flags,
 	iou->tag = tag;
 	iou->done = done;
 	iou->priv = priv;
+	iou->sg_copy = NULL;
 	iou->dir = op == IBNBD_OP_READ ? IBTRS_READ : IBTRS_WRITE;
 	if (op == IBNBD_OP_READ || op == IBNBD_OP_WRITE) {
 		iou->sg = iov;
@@ -979,6 +997,7 @@ int ibnbd_submit(struct ibnbd_dev *dev, enum ibnbd_op op, uint32_t flags,
 	ret = iou_start(clt, iou);
 	if (!ret)
 		return 0;
+	free(iou->sg_copy);
 	slot_put(clt, iou);
 put_tag:
 	ibtrs_clt_put_tag(clt->sess, tag);
