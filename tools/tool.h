@@ -110,6 +110,18 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
  */
 
 /**
+ * struct tool_export - one --export, --export-ro or --export-dir
+ * @name: the export name (NULL for a directory)
+ * @path: the file, block device or directory
+ * @readonly: read-only export(s)
+ */
+struct tool_export {
+	const char *name;
+	const char *path;
+	bool readonly;
+};
+
+/**
  * struct tool_srv_cfg - configuration of the built-in memory target server
  * @port: TCP port, 0 for any free one
  * @listen_addr: address to listen on, NULL for every address
@@ -126,6 +138,9 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
  *                      struct ibtrs_srv_opts)
  * @null_target: no target: data is neither stored nor read, request ids
  *               are not kept
+ * @exports: ibnbd exports (block devices served beside the memory target)
+ * @nr_exports: entries of @exports
+ * @direct: open the exports with O_DIRECT
  * @log: stream for connect/disconnect messages, NULL for none
  * @log_prefix: prefix of those messages
  */
@@ -142,6 +157,9 @@ struct tool_srv_cfg {
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
 	bool null_target;
+	const struct tool_export *exports;
+	size_t nr_exports;
+	bool direct;
 	FILE *log;
 	const char *log_prefix;
 };

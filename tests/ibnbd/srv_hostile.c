@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: MIT
+/*
+ * srv_hostile.c - the ibnbd server's answers to hand-made requests.
+ *
+ * An in-process ibtrs server routes ibnbd requests to an ibnbd server
+ * exporting temporary files ("disk" rw, "ro" read only); a raw ibtrs
+ * client sends messages encoded by hand (proto.c's encoders, then bytes
+ * changed), and checks each errno, that a valid request on the same
+ * session works after each refusal, that data really lands in the files,
+ * the access modes, DISCARD and WRITE_ZEROES on the file, ENOSPC on a full
+ * tmpfs (root only) and that the end of a session gives its rw opens back.
+ */
+#include <endian.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "ibnbd.h"
+#include "proto.h"
+
+#define DISK_SIZE (1u << 20)
+#define RO_SIZE (64u << 10)
+#define BUF_SIZE (128u << 10)
+
+/* The session state of the in-process server: the caller keeps ibnbd's. */
+struct t_sess {
+	struct ibnbd_srv_sess *nbd;
+};
+
+static struct ibnbd_srv *t_nbd;
+static pthread_mutex_t t_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t t_cond;
+static unsigned int t_disconnects;
+static char t_dir[64];
+
+static int t_rdma_ev(struct ibtrs_srv *sess, void *priv,
+		     struct ibtrs_srv_op *id, int dir, void *data,
+		     size_t datalen, const void *usr, size_t usrlen)
+{
+	struct t_sess *ts = priv;
+
+	if (!ts || !ibnbd_is_request(usr, usrlen))
+		return -EBADMSG;
+	return ibnbd_srv_rdma_ev(t_nbd, &ts->nbd, sess, id, dir, data, datalen,
+				 usr, usrlen);
+}
+
+static int t_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
+		     void *priv)
+{
+	struct t_sess *ts = priv;
+
+	if (ev == IBTRS_SRV_LINK_EV_CONNECTED) {
+		ts = calloc(1, sizeof(*ts));
+		if (!ts)
+			return -ENOMEM;
+		ibtrs_srv_set_sess_priv(sess, ts);
+		return 0;
+	}
+	if (ts) {
+		ibnbd_srv_sess_free(ts->nbd);
+		free(ts);
+	}
+	ibtrs_srv_set_sess_priv(sess, NULL);
+	pthread_mutex_lock(&t_lock);
+	t_disconnects++;
+	pthread_cond_broadcast(&t_cond);
+	pthread_mutex_unlock(&t_lock);
+	return 0;
+}
+
+/* Wait until @n sessions have ended. */
+static void wait_disconnects(unsigned int n)
+{
+	struct timespec ts = t_deadline(20000);
+
+	pthread_mutex_lock(&t_lock);
+	while (t_disconnects < n &&
+	       pthread_cond_timedwait(&t_cond, &t_lock, &ts) != ETIMEDOUT)
+		;
+	CHECK(t_disconnects >= n);
+	pthread_mutex_unlock(&t_lock);
+}
+
+/* One request with its own tag; the data is @buf, @len bytes. */
+static int req(struct ibtrs_clt *c, int dir, const void *msg, size_t msglen,
+	       void *buf, size_t len)
+{
+	struct iovec sg = { .iov_base = buf, .iov_len = len };
+	struct ibtrs_tag *tag;
+	int ret;
+
+	tag = ibtrs_clt_get_tag(c, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+	CHECK(tag);
+	ret = h_req_sync(c, tag, dir, msg, msglen, len ? &sg : NULL,
+			 len ? 1 : 0);
+	ibtrs_clt_put_tag(c, tag);
+	return ret;
+}
+
+static int sess_info(struct ibtrs_clt *c, uint8_t major)
+{
+	struct ibnbd_msg_sess_info m;
+	struct ibnbd_sess_info info;
+	unsigned char rsp[16];
+	int ret;
+
+	CHECK_EQ(ibnbd_enc_sess_info(&m, sizeof(m)), sizeof(m));
+	m.ver_major = major;
+	memset(rsp, 0xff, sizeof(rsp));
+	ret = req(c, IBTRS_READ, &m, sizeof(m), rsp, sizeof(rsp));
+	if (ret)
+		return ret;
+	CHECK_EQ(ibnbd_dec_sess_info_rsp(rsp, sizeof(rsp), &info), 0);
+	CHECK_EQ(info.ver_major, IBNBD_PROTO_VER_MAJOR);
+	CHECK_EQ(info.max_devices, 4);
+	return 0;
+}
+
+static int dev_open(struct ibtrs_clt *c, const char *name, uint8_t mode,
+		    struct ibnbd_open_info *info)
+{
+	struct ibnbd_msg_open m;
+	unsigned char rsp[64];
+	int ret;
+
+	CHECK_EQ(ibnbd_enc_open(&m, sizeof(m), mode, name), sizeof(m));
+	memset(rsp, 0xff, sizeof(rsp));
+	ret = req(c, IBTRS_READ, &m, sizeof(m), rsp, sizeof(rsp));
+	if (ret)
+		return ret;
+	CHECK_EQ(ibnbd_dec_open_rsp(rsp, sizeof(rsp), info), 0);
+	return 0;
+}
+
+static int dev_close(struct ibtrs_clt *c, uint32_t id)
+{
+	struct ibnbd_msg_close m;
+
+	CHECK_EQ(ibnbd_enc_close(&m, sizeof(m), id), sizeof(m));
+	return req(c, IBTRS_WRITE, &m, sizeof(m), NULL, 0);
+}
+
+/* IO with the direction its op needs and @len data bytes for READ/WRITE. */
+static int io(struct ibtrs_clt *c, uint32_t id, uint8_t op, uint16_t flags,
+	      uint64_t off, uint32_t len, void *buf)
+{
+	struct ibnbd_msg_io m;
+	bool data = op == IBNBD_WIRE_OP_READ || op == IBNBD_WIRE_OP_WRITE;
+
+	CHECK_EQ(ibnbd_enc_io(&m, sizeof(m), id, op, flags, off, len),
+		 sizeof(m));
+	return req(c, op == IBNBD_WIRE_OP_READ ? IBTRS_READ : IBTRS_WRITE, &m,
+		   sizeof(m), buf, data ? len : 0);
+}
+
+/* A valid READ of the rw device @id works. */
+static void still_ok(struct ibtrs_clt *c, uint32_t id)
+{
+	static unsigned char b[4096];
+
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, 4096, sizeof(b), b), 0);
+}
+
+static void mkfile(const char *path, size_t size)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+}
+
+static void test_geometry(const struct ibnbd_open_info *i, uint64_t size,
+			  bool ro)
+{
+	CHECK_EQ(i->size, size);
+	CHECK_EQ(i->logical_block_size, 512);
+	CHECK_EQ(i->physical_block_size, 4096);
+	CHECK_EQ(i->max_transfer, 64u << 10);
+	CHECK_EQ(i->max_segments, IBTRS_DEFAULT_MAX_SEGMENTS);
+	CHECK(i->flags & IBNBD_WIRE_DEV_DISCARD);
+	CHECK(i->flags & IBNBD_WIRE_DEV_WRITE_ZEROES);
+	CHECK(i->flags & IBNBD_WIRE_DEV_FUA);
+	CHECK(i->flags & IBNBD_WIRE_DEV_WRITE_CACHE);
+	CHECK_EQ(!!(i->flags & IBNBD_WIRE_DEV_READONLY), ro);
+	CHECK(i->max_discard >= (1u << 20));
+	CHECK(i->max_write_zeroes >= (1u << 20));
+}
+
+/* Malformed messages: -EPROTO each, then a valid request works. */
+static void test_malformed(struct ibtrs_clt *c, uint32_t id)
+{
+	unsigned char b[4096], m[300];
+	struct ibnbd_msg_io *mio = (void *)m;
+	struct ibnbd_msg_open *mo = (void *)m;
+
+	/* unknown type */
+	CHECK_EQ(ibnbd_enc_close(m, sizeof(m), id), 16);
+	m[4] = 99;
+	CHECK_EQ(req(c, IBTRS_WRITE, m, 16, NULL, 0), -EPROTO);
+	still_ok(c, id);
+	/* a length one short and one long */
+	CHECK_EQ(ibnbd_enc_io(m, sizeof(m), id, IBNBD_WIRE_OP_READ, 0, 0, 4096),
+		 32);
+	CHECK_EQ(req(c, IBTRS_READ, m, 31, b, 4096), -EPROTO);
+	CHECK_EQ(req(c, IBTRS_READ, m, 33, b, 4096), -EPROTO);
+	still_ok(c, id);
+	/* a reserved byte set */
+	mio->reserved = 1;
+	CHECK_EQ(req(c, IBTRS_READ, m, 32, b, 4096), -EPROTO);
+	mio->reserved = 0;
+	m[6] = 1; /* hdr.reserved */
+	CHECK_EQ(req(c, IBTRS_READ, m, 32, b, 4096), -EPROTO);
+	m[6] = 0;
+	/* an unknown op and an unknown flag */
+	mio->op = 5;
+	CHECK_EQ(req(c, IBTRS_READ, m, 32, b, 4096), -EPROTO);
+	mio->op = 0;
+	mio->flags = htole16(0x8);
+	CHECK_EQ(req(c, IBTRS_READ, m, 32, b, 4096), -EPROTO);
+	still_ok(c, id);
+	/* names that could leave the export table */
+	CHECK_EQ(ibnbd_enc_open(m, sizeof(m), IBNBD_WIRE_ACCESS_RO, "disk"),
+		 272);
+	memcpy(mo->name, "../x", 4);
+	mo->name_len = htole16(4);
+	CHECK_EQ(req(c, IBTRS_READ, m, 272, b, 64), -EPROTO);
+	memset(mo->name, 0, sizeof(mo->name));
+	memcpy(mo->name, "..", 2);
+	mo->name_len = htole16(2);
+	CHECK_EQ(req(c, IBTRS_READ, m, 272, b, 64), -EPROTO);
+	memcpy(mo->name, "a/b", 3);
+	mo->name_len = htole16(3);
+	CHECK_EQ(req(c, IBTRS_READ, m, 272, b, 64), -EPROTO);
+	mo->access_mode = 3;
+	memcpy(mo->name, "dis", 3);
+	mo->name[3] = 'k';
+	mo->name_len = htole16(4);
+	CHECK_EQ(req(c, IBTRS_READ, m, 272, b, 64), -EPROTO);
+	still_ok(c, id);
+}
+
+/* Checks of the fields against the device, each refused. */
+static void test_checks(struct ibtrs_clt *c, uint32_t id,
+			const struct ibnbd_open_info *geo)
+{
+	static unsigned char b[BUF_SIZE];
+	struct ibnbd_msg_io m;
+	struct ibnbd_msg_sess_info si;
+
+	/* past the end, straddling the end, overflowing */
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, DISK_SIZE, 4096, b), -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, DISK_SIZE - 512, 4096, b),
+		 -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE_ZEROES, 0, UINT64_MAX - 511,
+		    4096, NULL),
+		 -EINVAL);
+	still_ok(c, id);
+	/* unaligned offset and length */
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, 100, 4096, b), -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE, 0, 0, 1000, b), -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_DISCARD, 0, 512, 100, NULL), -EINVAL);
+	/* len 0 */
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_DISCARD, 0, 0, 0, NULL), -EINVAL);
+	still_ok(c, id);
+	/* len != datalen */
+	CHECK_EQ(ibnbd_enc_io(&m, sizeof(m), id, IBNBD_WIRE_OP_READ, 0, 0,
+			      4096),
+		 sizeof(m));
+	CHECK_EQ(req(c, IBTRS_READ, &m, sizeof(m), b, 8192), -EINVAL);
+	CHECK_EQ(ibnbd_enc_io(&m, sizeof(m), id, IBNBD_WIRE_OP_WRITE, 0, 0,
+			      4096),
+		 sizeof(m));
+	CHECK_EQ(req(c, IBTRS_WRITE, &m, sizeof(m), b, 512), -EINVAL);
+	/* a WRITE_ZEROES with data, a FLUSH with a length */
+	CHECK_EQ(ibnbd_enc_io(&m, sizeof(m), id, IBNBD_WIRE_OP_WRITE_ZEROES, 0,
+			      0, 4096),
+		 sizeof(m));
+	CHECK_EQ(req(c, IBTRS_WRITE, &m, sizeof(m), b, 512), -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_FLUSH, 0, 0, 512, NULL), -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_FLUSH, 0, 512, 0, NULL), -EINVAL);
+	/* flags the op has not */
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, IBNBD_WIRE_F_FUA, 0, 4096, b),
+		 -EINVAL);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE, IBNBD_WIRE_F_NOUNMAP, 0, 4096,
+		    b),
+		 -EINVAL);
+	still_ok(c, id);
+	/* over the limits */
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, 0, geo->max_transfer + 512,
+		    b),
+		 -EMSGSIZE);
+	still_ok(c, id);
+	/* the wrong direction */
+	CHECK_EQ(ibnbd_enc_io(&m, sizeof(m), id, IBNBD_WIRE_OP_READ, 0, 0,
+			      4096),
+		 sizeof(m));
+	CHECK_EQ(req(c, IBTRS_WRITE, &m, sizeof(m), b, 4096), -EINVAL);
+	CHECK_EQ(ibnbd_enc_io(&m, sizeof(m), id, IBNBD_WIRE_OP_FLUSH, 0, 0, 0),
+		 sizeof(m));
+	CHECK_EQ(req(c, IBTRS_READ, &m, sizeof(m), NULL, 0), -EINVAL);
+	CHECK_EQ(ibnbd_enc_close(&m, sizeof(m), id), 16);
+	CHECK_EQ(req(c, IBTRS_READ, &m, 16, NULL, 0), -EINVAL);
+	CHECK_EQ(ibnbd_enc_sess_info(&si, sizeof(si)), sizeof(si));
+	CHECK_EQ(req(c, IBTRS_WRITE, &si, sizeof(si), b, 16), -EINVAL);
+	/* SESS_INFO without room for the answer */
+	CHECK_EQ(req(c, IBTRS_READ, &si, sizeof(si), b, 8), -EINVAL);
+	still_ok(c, id);
+	/* unknown device ids */
+	CHECK_EQ(io(c, id ^ 0x10000u, IBNBD_WIRE_OP_READ, 0, 0, 4096, b),
+		 -ENODEV);
+	CHECK_EQ(io(c, 3, IBNBD_WIRE_OP_READ, 0, 0, 4096, b), -ENODEV);
+	CHECK_EQ(io(c, 0xffffu, IBNBD_WIRE_OP_READ, 0, 0, 4096, b), -ENODEV);
+	CHECK_EQ(dev_close(c, 0xdead0003u), -ENODEV);
+	still_ok(c, id);
+	/* an unsupported major version, then the right one */
+	CHECK_EQ(sess_info(c, IBNBD_PROTO_VER_MAJOR + 1), -EPROTONOSUPPORT);
+	CHECK_EQ(sess_info(c, IBNBD_PROTO_VER_MAJOR), 0);
+	/* not an ibnbd message at all: not routed to ibnbd */
+	memset(b, 0, 32);
+	CHECK_EQ(req(c, IBTRS_WRITE, b, 32, NULL, 0), -EBADMSG);
+	still_ok(c, id);
+}
+
+/* Data lands in the file; DISCARD, WRITE_ZEROES, FLUSH, FUA, PREFLUSH. */
+static void test_data(struct ibtrs_clt *c, uint32_t id, const char *path)
+{
+	static unsigned char b[BUF_SIZE], f[BUF_SIZE];
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	off_t hole;
+	size_t i;
+
+	CHECK(fd >= 0);
+	/* WRITE: the file has it */
+	t_fill(b, 65536, 1);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE, 0, 65536, 65536, b), 0);
+	CHECK_EQ(pread(fd, f, 65536, 65536), 65536);
+	CHECK(!memcmp(b, f, 65536));
+	/* READ: what the file has */
+	t_fill(f, 8192, 2);
+	CHECK_EQ(pwrite(fd, f, 8192, 512 * 3), 8192);
+	memset(b, 0, 8192);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, 512 * 3, 8192, b), 0);
+	CHECK(!memcmp(b, f, 8192));
+	/* the last block of the device */
+	t_fill(b, 512, 3);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE, IBNBD_WIRE_F_FUA,
+		    DISK_SIZE - 512, 512, b),
+		 0);
+	CHECK_EQ(pread(fd, f, 512, DISK_SIZE - 512), 512);
+	CHECK(!memcmp(b, f, 512));
+	/* PREFLUSH + FUA write, FLUSH */
+	t_fill(b, 4096, 4);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE,
+		    IBNBD_WIRE_F_FUA | IBNBD_WIRE_F_PREFLUSH, 8192, 4096, b),
+		 0);
+	CHECK_EQ(pread(fd, f, 4096, 8192), 4096);
+	CHECK(!memcmp(b, f, 4096));
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_FLUSH, 0, 0, 0, NULL), 0);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_FLUSH, IBNBD_WIRE_F_PREFLUSH, 0, 0,
+		    NULL),
+		 0);
+
+	/* DISCARD makes a hole that reads as zeros */
+	t_fill(b, 65536, 5);
+	CHECK_EQ(pwrite(fd, b, 65536, 256 << 10), 65536);
+	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_DISCARD, 0, 256 << 10, 65536, NULL),
+		 0);
+	hole = lseek(fd, 256 << 10, SEEK_HOLE);
+	CHECK_EQ(hole, 256 << 10);
+	memset(b, 0xaa, 65536);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_READ, 0, 256 << 10, 65536, b), 0);
+	for (i = 0; i < 65536; i++)
+		CHECK_EQ(b[i], 0);
+
+	/* WRITE_ZEROES without NOUNMAP: zeros, a hole */
+	t_fill(b, 65536, 6);
+	CHECK_EQ(pwrite(fd, b, 65536, 512 << 10), 65536);
+	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE_ZEROES, IBNBD_WIRE_F_FUA,
+		    512 << 10, 65536, NULL),
+		 0);
+	CHECK_EQ(pread(fd, f, 65536, 512 << 10), 65536);
+	for (i = 0; i < 65536; i++)
+		CHECK_EQ(f[i], 0);
+	CHECK_EQ(lseek(fd, 512 << 10, SEEK_HOLE), 512 << 10);
+	/* with NOUNMAP: zeros, still allocated */
+	t_fill(b, 65536, 7);
+	CHECK_EQ(pwrite(fd, b, 65536, 640 << 10), 65536);
+	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE_ZEROES, IBNBD_WIRE_F_NOUNMAP,
+		    640 << 10, 65536, NULL),
+		 0);
+	CHECK_EQ(pread(fd, f, 65536, 640 << 10), 65536);
+	for (i = 0; i < 65536; i++)
+		CHECK_EQ(f[i], 0);
+	CHECK(lseek(fd, 640 << 10, SEEK_HOLE) >= (640 << 10) + 65536);
+	close(fd);
+}
+
+/*
+ * A write on a full tmpfs fails with -ENOSPC, and the next request works.
+ * Needs root for the mount.
+ */
+static void test_enospc(struct ibtrs_clt *c, uint32_t id_disk)
+{
+	static unsigned char b[65536];
+	struct ibnbd_open_info info;
+	char mnt[96], path[128];
+	int ret = 0, i;
+
+	snprintf(mnt, sizeof(mnt), "%s/small", t_dir);
+	CHECK_EQ(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k")) {
+		printf("SKIP part: no tmpfs mount here (%s): ENOSPC not tested\n",
+		       strerror(errno));
+		rmdir(mnt);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/full", mnt);
+	mkfile(path, DISK_SIZE);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "full", path, false), 0);
+	CHECK_EQ(dev_open(c, "full", IBNBD_WIRE_ACCESS_RW, &info), 0);
+	t_fill(b, sizeof(b), 8);
+	for (i = 0; i < (int)(DISK_SIZE / sizeof(b)) && !ret; i++)
+		ret = io(c, info.device_id, IBNBD_WIRE_OP_WRITE, 0,
+			 (uint64_t)i * sizeof(b), sizeof(b), b);
+	CHECK_EQ(ret, -ENOSPC);
+	CHECK(i > 1);
+	/* the session goes on: the same device reads, the other writes */
+	CHECK_EQ(io(c, info.device_id, IBNBD_WIRE_OP_READ, 0, 0, 4096, b), 0);
+	CHECK_EQ(io(c, id_disk, IBNBD_WIRE_OP_WRITE, 0, 0, 4096, b), 0);
+	CHECK_EQ(dev_close(c, info.device_id), 0);
+	printf("ENOSPC after %d writes of 64 KiB on a 256 KiB tmpfs\n", i);
+	/* The export keeps the file open: lazily unmounted. */
+	CHECK_EQ(umount2(mnt, MNT_DETACH), 0);
+	rmdir(mnt);
+}
+
+int main(void)
+{
+	struct ibnbd_open_info d1, d2, r1, r2, x;
+	struct ibnbd_srv_opts no;
+	struct ibtrs_srv_opts so;
+	struct ibtrs_srv_ctx *ctx;
+	struct ibtrs_clt *c1, *c2, *c3;
+	char disk[96], ro[96];
+	uint32_t ids[4];
+	uint16_t port;
+	int i;
+
+	t_watchdog(240);
+	t_cond_init(&t_cond);
+	snprintf(t_dir, sizeof(t_dir), "/tmp/ibnbd-hostile.XXXXXX");
+	CHECK(mkdtemp(t_dir));
+	snprintf(disk, sizeof(disk), "%s/disk", t_dir);
+	snprintf(ro, sizeof(ro), "%s/ro", t_dir);
+	mkfile(disk, DISK_SIZE + 100); /* the size rounds down */
+	mkfile(ro, RO_SIZE);
+
+	ibnbd_srv_opts_init(&no, sizeof(no));
+	no.max_io_size = 64u << 10;
+	no.max_devices = 4;
+	t_nbd = ibnbd_srv_create(&no);
+	if (!t_nbd && errno == EOPNOTSUPP) {
+		printf("SKIP: built without liburing\n");
+		return T_SKIP;
+	}
+	CHECK(t_nbd);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "disk", disk, false), 0);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "ro", ro, true), 0);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "disk", ro, true), -EEXIST);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "a/b", ro, true), -EINVAL);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "..", ro, true), -EINVAL);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "dir", t_dir, true), -EINVAL);
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "none", "/nonexistent/x", true),
+		 -ENOENT);
+
+	ibtrs_srv_opts_init(&so, sizeof(so));
+	so.port = 0;
+	so.no_control = true;
+	so.max_io_size = BUF_SIZE;
+	so.queue_depth = 16;
+	so.rdma_ev = t_rdma_ev;
+	so.link_ev = t_link_ev;
+	so.sess_grace_ms = 0;
+	ctx = ibtrs_srv_open_opts(&so);
+	CHECK(ctx);
+	port = ibtrs_srv_get_port(ctx);
+
+	c1 = h_clt_open("hostile-1", port, 1, 0, NULL, NULL);
+	c2 = h_clt_open("hostile-2", port, 1, 0, NULL, NULL);
+	CHECK_EQ(sess_info(c1, IBNBD_PROTO_VER_MAJOR), 0);
+
+	/* access modes */
+	CHECK_EQ(dev_open(c1, "nosuch", IBNBD_WIRE_ACCESS_RO, &x), -ENOENT);
+	CHECK_EQ(dev_open(c1, "ro", IBNBD_WIRE_ACCESS_RW, &x), -EROFS);
+	CHECK_EQ(dev_open(c1, "ro", IBNBD_WIRE_ACCESS_MIGRATION, &x), -EROFS);
+	CHECK_EQ(dev_open(c1, "disk", IBNBD_WIRE_ACCESS_RW, &d1), 0);
+	test_geometry(&d1, DISK_SIZE, false);
+	CHECK_EQ(dev_open(c2, "disk", IBNBD_WIRE_ACCESS_RW, &x), -EBUSY);
+	CHECK_EQ(dev_open(c1, "disk", IBNBD_WIRE_ACCESS_RW, &x), -EBUSY);
+	CHECK_EQ(dev_open(c2, "disk", IBNBD_WIRE_ACCESS_MIGRATION, &d2), 0);
+	test_geometry(&d2, DISK_SIZE, false);
+	CHECK_EQ(dev_open(c1, "ro", IBNBD_WIRE_ACCESS_RO, &r1), 0);
+	test_geometry(&r1, RO_SIZE, true);
+	CHECK_EQ(dev_open(c2, "ro", IBNBD_WIRE_ACCESS_RO, &r2), 0);
+	CHECK_EQ(dev_open(c2, "disk", IBNBD_WIRE_ACCESS_RO, &x), 0);
+	test_geometry(&x, DISK_SIZE, true);
+	/* a write through an ro open */
+	{
+		static unsigned char b[4096];
+
+		CHECK_EQ(io(c2, x.device_id, IBNBD_WIRE_OP_WRITE, 0, 0, 4096,
+			    b),
+			 -EROFS);
+		CHECK_EQ(io(c2, x.device_id, IBNBD_WIRE_OP_DISCARD, 0, 0, 4096,
+			    NULL),
+			 -EROFS);
+		CHECK_EQ(io(c2, r2.device_id, IBNBD_WIRE_OP_WRITE_ZEROES, 0, 0,
+			    4096, NULL),
+			 -EROFS);
+		CHECK_EQ(io(c2, x.device_id, IBNBD_WIRE_OP_READ, 0, 0, 4096, b),
+			 0);
+		CHECK_EQ(io(c2, d2.device_id, IBNBD_WIRE_OP_WRITE, 0, 0, 4096,
+			    b),
+			 0);
+	}
+	/* c2 closes: its ids are gone */
+	CHECK_EQ(dev_close(c2, x.device_id), 0);
+	CHECK_EQ(dev_close(c2, x.device_id), -ENODEV);
+	CHECK_EQ(io(c2, x.device_id, IBNBD_WIRE_OP_READ, 0, 0, 4096,
+		    (unsigned char[4096]){ 0 }),
+		 -ENODEV);
+	CHECK_EQ(dev_close(c2, d2.device_id), 0);
+
+	/* devices per session: max_devices (4) */
+	for (i = 0; i < 4; i++) {
+		CHECK_EQ(dev_open(c2, "ro", IBNBD_WIRE_ACCESS_RO, &x),
+			 i < 3 ? 0 : -EMFILE);
+		if (i < 3)
+			ids[i] = x.device_id;
+	}
+	/* a reopened slot gets a new id: the closed one stays unknown */
+	CHECK_EQ(dev_close(c2, ids[1]), 0);
+	CHECK_EQ(dev_open(c2, "ro", IBNBD_WIRE_ACCESS_RO, &x), 0);
+	CHECK(x.device_id != ids[1]);
+	CHECK_EQ(dev_close(c2, ids[1]), -ENODEV);
+
+	test_malformed(c1, d1.device_id);
+	test_checks(c1, d1.device_id, &d1);
+	test_data(c1, d1.device_id, disk);
+	test_enospc(c1, d1.device_id);
+
+	/* the end of a session gives its rw open back */
+	c3 = h_clt_open("hostile-3", port, 1, 0, NULL, NULL);
+	CHECK_EQ(dev_open(c3, "disk", IBNBD_WIRE_ACCESS_RW, &x), -EBUSY);
+	ibtrs_clt_close(c1);
+	wait_disconnects(1);
+	CHECK_EQ(dev_open(c3, "disk", IBNBD_WIRE_ACCESS_RW, &x), 0);
+	still_ok(c3, x.device_id);
+
+	ibtrs_clt_close(c2);
+	ibtrs_clt_close(c3);
+	wait_disconnects(3);
+	ibtrs_srv_close(ctx);
+	ibnbd_srv_destroy(t_nbd);
+	unlink(disk);
+	unlink(ro);
+	rmdir(t_dir);
+	printf("ok\n");
+	return 0;
+}
