@@ -261,8 +261,11 @@ static int ibp_config(const char *key, const char *value)
 	} else if (strcmp(key, "readonly") == 0) {
 		int r = nbdkit_parse_bool(value);
 
-		if (r == -1)
+		if (r == -1) {
+			nbdkit_error("readonly=%s: expected true or false",
+				     value);
 			return -1;
+		}
 		cfg.readonly = r;
 	} else if (strcmp(key, "policy") == 0) {
 		int p;

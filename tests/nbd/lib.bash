@@ -47,7 +47,7 @@ nbd_cleanup() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
-	rm -rf "$TMP"
+	[ -n "${KEEP_TMP:-}" ] && echo "kept $TMP" >&2 || rm -rf "$TMP"
 }
 trap nbd_cleanup EXIT
 

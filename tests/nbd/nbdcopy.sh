@@ -54,7 +54,7 @@ want = {
     "is_read_only": ro,
     "is_rotational": False,
     "can_flush": True,
-    "can_fua": True,
+    "can_fua": not ro,
     "can_multi_conn": True,
     "can_trim": not ro,
     "can_zero": not ro,

@@ -40,7 +40,7 @@ qio -c 'write -P 0xab 1M 64k' -c 'read -P 0xab 1M 64k' \
 	-c 'write -P 0x77 3M 256k' -c 'write -z 3M 192k' \
 	-c 'write -P 0x33 8M 1M' -c 'write -z -u 8M 512k' \
 	-c 'flush' -c 'write -f -P 0xcd 4M 4k' -c 'read -P 0xcd 4M 4k' \
-	-c 'read -P 0 3M 192k' -c 'read -P 0x77 3328k 64k'
+	-c 'read -P 0 3M 192k' -c 'read -P 0x77 3264k 64k'
 # A writethrough cache: every write is FUA or followed by a flush.
 qio -t writethrough -c 'write -P 0xee 5M 64k' -c 'read -P 0xee 5M 64k'
 
