@@ -330,8 +330,8 @@ out:
 static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 {
 	struct ibnbd_srv_opts o;
+	int ret, *counts;
 	size_t i;
-	int ret;
 
 	ibnbd_srv_opts_init(&o, sizeof(o));
 	o.direct = cfg->direct;
@@ -348,9 +348,14 @@ static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 				 strerror(ret));
 		return -1;
 	}
+	/* Logged once all are made: a failure stays one line. */
+	counts = calloc(cfg->nr_exports + 1, sizeof(*counts));
+	if (!counts) {
+		tool_err("out of memory");
+		goto err;
+	}
 	for (i = 0; i < cfg->nr_exports; i++) {
 		const struct tool_export *e = &cfg->exports[i];
-		const char *mode = e->readonly ? "read-only" : "read-write";
 
 		if (!e->name) {
 			ret = ibnbd_srv_add_export_dir(srv_nbd, e->path,
@@ -364,10 +369,7 @@ static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 						: strerror(-ret));
 				goto err;
 			}
-			if (cfg->log)
-				fprintf(cfg->log,
-					"%sexporting %d file(s) of '%s' (%s)\n",
-					srv_log_prefix, ret, e->path, mode);
+			counts[i] = ret;
 			continue;
 		}
 		ret = ibnbd_srv_add_export(srv_nbd, e->name, e->path,
@@ -381,12 +383,23 @@ static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 					 : strerror(-ret));
 			goto err;
 		}
-		if (cfg->log)
+	}
+	for (i = 0; cfg->log && i < cfg->nr_exports; i++) {
+		const struct tool_export *e = &cfg->exports[i];
+		const char *mode = e->readonly ? "read-only" : "read-write";
+
+		if (e->name)
 			fprintf(cfg->log, "%sexporting '%s' (%s, %s)\n",
 				srv_log_prefix, e->name, e->path, mode);
+		else
+			fprintf(cfg->log,
+				"%sexporting %d file(s) of '%s' (%s)\n",
+				srv_log_prefix, counts[i], e->path, mode);
 	}
+	free(counts);
 	return 0;
 err:
+	free(counts);
 	ibnbd_srv_destroy(srv_nbd);
 	srv_nbd = NULL;
 	return -1;

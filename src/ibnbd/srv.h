@@ -39,6 +39,7 @@
  * @readonly: rw opens are refused
  * @blkdev: @fd is a block device (geometry from ioctls)
  * @discard: the backing store can punch holes (DISCARD advertised)
+ * @direct: opened O_DIRECT (a file's logical block is then 4096)
  * @ro_opens: read-only opens now (srv->lock)
  * @rw_opens: rw and migration opens now (srv->lock)
  */
@@ -50,6 +51,7 @@ struct srv_export {
 	bool readonly;
 	bool blkdev;
 	bool discard;
+	bool direct;
 	unsigned int ro_opens;
 	unsigned int rw_opens;
 };

@@ -23,7 +23,11 @@
 
 #include "srv.h"
 
-/* Block sizes a file export reports. */
+/*
+ * Block sizes a file export reports. O_DIRECT needs the alignment of the
+ * file system's device, which is 4096 at most on the devices that matter:
+ * a file opened O_DIRECT reports 4096-byte logical blocks.
+ */
 #define SRV_FILE_LBS 512u
 #define SRV_FILE_PBS 4096u
 
@@ -89,9 +93,10 @@ static bool blkdev_discard(int fd)
  * @exp: the export
  * @geo: filled
  *
- * Files: 512-byte logical and 4096-byte physical blocks, the size rounded
- * down to the logical block. Block devices: BLKSSZGET, BLKPBSZGET and
- * BLKGETSIZE64. Probed at every OPEN, so a grown file shows its new size.
+ * Files: 512-byte (4096 with O_DIRECT) logical and 4096-byte physical
+ * blocks, the size rounded down to the logical block. Block devices:
+ * BLKSSZGET, BLKPBSZGET and BLKGETSIZE64. Probed at every OPEN, so a grown file
+ * shows its new size.
  *
  * Return: 0, or a negative errno.
  */
@@ -104,7 +109,7 @@ int srv_export_geo(const struct srv_export *exp, struct srv_geo *geo)
 	if (!exp->blkdev) {
 		if (fstat(exp->fd, &st))
 			return -errno;
-		geo->lbs = SRV_FILE_LBS;
+		geo->lbs = exp->direct ? SRV_FILE_PBS : SRV_FILE_LBS;
 		geo->pbs = SRV_FILE_PBS;
 		size = (uint64_t)st.st_size;
 	} else {
@@ -145,13 +150,23 @@ int ibnbd_srv_add_export(struct ibnbd_srv *srv, const char *name,
 	n = strnlen(name, IBNBD_NAME_MAX + 1);
 	if (!ibnbd_name_valid(name, n) || strlen(path) >= PATH_MAX)
 		return -EINVAL;
-	flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	/* A FIFO must not be opened: a read-only open would block. */
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -EINVAL;
+	flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK;
 	if (srv->opts.direct)
 		flags |= O_DIRECT;
 	fd = open(path, flags);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st)) {
+	/*
+	 * The path may have changed since stat(). O_NONBLOCK goes again: on
+	 * a file io_uring would answer -EAGAIN where it can wait instead.
+	 */
+	if (fstat(fd, &st) ||
+	    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK & ~O_ACCMODE)) {
 		ret = -errno;
 		goto err;
 	}
@@ -169,6 +184,7 @@ int ibnbd_srv_add_export(struct ibnbd_srv *srv, const char *name,
 	e->fd = fd;
 	e->readonly = readonly;
 	e->blkdev = S_ISBLK(st.st_mode);
+	e->direct = srv->opts.direct;
 	e->discard = e->blkdev ? blkdev_discard(fd) : true;
 
 	pthread_mutex_lock(&srv->lock);

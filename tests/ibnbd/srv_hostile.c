@@ -440,6 +440,50 @@ static void test_enospc(struct ibtrs_clt *c, uint32_t id_disk)
 	rmdir(mnt);
 }
 
+/*
+ * An export directory: its files and block devices by name, not its
+ * subdirectories, FIFOs or anything outside it.
+ */
+static void test_export_dir(struct ibtrs_clt *c)
+{
+	char d[96], p[128];
+	struct ibnbd_open_info i;
+
+	snprintf(d, sizeof(d), "%s/exp", t_dir);
+	CHECK_EQ(mkdir(d, 0700), 0);
+	snprintf(p, sizeof(p), "%s/e1", d);
+	mkfile(p, 8192);
+	snprintf(p, sizeof(p), "%s/e2", d);
+	mkfile(p, 16384);
+	snprintf(p, sizeof(p), "%s/sub", d);
+	CHECK_EQ(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/fifo", d);
+	CHECK_EQ(mkfifo(p, 0600), 0);
+	CHECK_EQ(ibnbd_srv_add_export_dir(t_nbd, p, true), -ENOTDIR);
+	CHECK_EQ(ibnbd_srv_add_export_dir(t_nbd, d, true), 2);
+	/* a second time: the names are taken */
+	CHECK_EQ(ibnbd_srv_add_export_dir(t_nbd, d, true), -EEXIST);
+	CHECK_EQ(dev_open(c, "e1", IBNBD_WIRE_ACCESS_RO, &i), 0);
+	CHECK_EQ(i.size, 8192);
+	CHECK(i.flags & IBNBD_WIRE_DEV_READONLY);
+	CHECK_EQ(dev_close(c, i.device_id), 0);
+	CHECK_EQ(dev_open(c, "e2", IBNBD_WIRE_ACCESS_RO, &i), 0);
+	CHECK_EQ(i.size, 16384);
+	CHECK_EQ(dev_close(c, i.device_id), 0);
+	CHECK_EQ(dev_open(c, "e2", IBNBD_WIRE_ACCESS_RW, &i), -EROFS);
+	CHECK_EQ(dev_open(c, "sub", IBNBD_WIRE_ACCESS_RO, &i), -ENOENT);
+	CHECK_EQ(dev_open(c, "fifo", IBNBD_WIRE_ACCESS_RO, &i), -ENOENT);
+	CHECK_EQ(dev_open(c, "exp", IBNBD_WIRE_ACCESS_RO, &i), -ENOENT);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/sub", d);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/e1", d);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/e2", d);
+	unlink(p);
+	rmdir(d);
+}
+
 int main(void)
 {
 	struct ibnbd_open_info d1, d2, r1, r2, x;
@@ -554,6 +598,7 @@ int main(void)
 	test_checks(c1, d1.device_id, &d1);
 	test_data(c1, d1.device_id, disk);
 	test_enospc(c1, d1.device_id);
+	test_export_dir(c1);
 
 	/* the end of a session gives its rw open back */
 	c3 = h_clt_open("hostile-3", port, 1, 0, NULL, NULL);
