@@ -266,11 +266,15 @@ static void iou_conf(void *priv, int err)
 
 static int iou_send(struct clt_iou *iou)
 {
+	/* Never a NULL array, even with no data: the transport copies
+	 * sg_cnt elements of it, and memcpy() takes no NULL. */
+	static const struct iovec no_data;
 	struct iovec v = { .iov_base = (void *)iou->msgp,
 			   .iov_len = iou->msglen };
 
 	return ibtrs_clt_request(iou->dir, iou_conf, iou->clt->sess, iou->tag,
-				 iou, &v, 1, iou->len, iou->sg, iou->sg_cnt);
+				 iou, &v, 1, iou->len,
+				 iou->sg ? iou->sg : &no_data, iou->sg_cnt);
 }
 
 /**
