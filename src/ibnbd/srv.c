@@ -413,6 +413,8 @@ static int do_close(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
  * @datalen: the ibtrs data length
  * @req: the request
  *
+ * The order of the checks is docs/ibnbd.md's (section 2.5).
+ *
  * Return: 0, -EINVAL (direction, data length, alignment, range, flags),
  * -EMSGSIZE (over the limit of the op), -EROFS (a write on an ro open),
  * -EOPNOTSUPP (DISCARD the export cannot do).
@@ -438,8 +440,6 @@ static int io_check(const struct srv_dev *dev, int dir, size_t datalen,
 			return -EINVAL;
 		return 0;
 	case IBNBD_WIRE_OP_DISCARD:
-		if (!dev->max_discard)
-			return -EOPNOTSUPP;
 		max = dev->max_discard;
 		break;
 	default:
@@ -453,6 +453,8 @@ static int io_check(const struct srv_dev *dev, int dir, size_t datalen,
 		return -EINVAL;
 	if (req->flags & ~allowed)
 		return -EINVAL;
+	if (!max)
+		return -EOPNOTSUPP;
 	if (!req->len || req->len % lbs || req->offset % lbs ||
 	    req->offset > dev->geo.size ||
 	    req->len > dev->geo.size - req->offset)
