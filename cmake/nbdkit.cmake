@@ -62,7 +62,5 @@ set_target_properties(nbdkit_ibtrs_plugin PROPERTIES
 	INSTALL_RPATH "$ORIGIN/${plugin_rpath}")
 install(TARGETS nbdkit_ibtrs_plugin
 	LIBRARY DESTINATION "${IBTRS_NBDKIT_PLUGINDIR}")
-install(FILES man/nbdkit-ibtrs-plugin.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
-	OPTIONAL)
 message(STATUS "nbdkit plugin: nbdkit ${NBDKIT_VERSION}, installed into "
 	"${IBTRS_NBDKIT_PLUGINDIR}")
