@@ -275,6 +275,14 @@ static void *ring_thread(void *arg)
 			res[i] = cqes[i]->res;
 		}
 		io_uring_cq_advance(&r->ring, n);
+		/*
+		 * Taking the lock the submitter released orders its writes to
+		 * the request (and the chunk) before ours, also for tools that
+		 * cannot see the kernel's ordering through the ring (TSan).
+		 */
+		pthread_mutex_lock(&r->sq_lock);
+		r->inflight -= n;
+		pthread_mutex_unlock(&r->sq_lock);
 
 		for (i = 0; i < n; i++) {
 			struct srv_io *io = ios[i];
@@ -296,7 +304,6 @@ static void *ring_thread(void *arg)
 		}
 
 		pthread_mutex_lock(&r->sq_lock);
-		r->inflight -= n;
 		/* Follow-up steps go first: they are older than the backlog. */
 		if (again) {
 			last->next = r->backlog;

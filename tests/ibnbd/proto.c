@@ -430,7 +430,16 @@ static void test_open_rsp(void)
 	CHECK_EQ(rd32(b + 44), 4096);
 	CHECK_EQ(rd16(b + 48), 128);
 	CHECK_EQ(ibnbd_dec_open_rsp(b, 64, &out), 0);
-	CHECK(!memcmp(&in, &out, sizeof(in)));
+	CHECK_EQ(out.device_id, in.device_id);
+	CHECK_EQ(out.flags, in.flags);
+	CHECK_EQ(out.size, in.size);
+	CHECK_EQ(out.logical_block_size, in.logical_block_size);
+	CHECK_EQ(out.physical_block_size, in.physical_block_size);
+	CHECK_EQ(out.max_transfer, in.max_transfer);
+	CHECK_EQ(out.max_discard, in.max_discard);
+	CHECK_EQ(out.max_write_zeroes, in.max_write_zeroes);
+	CHECK_EQ(out.discard_granularity, in.discard_granularity);
+	CHECK_EQ(out.max_segments, in.max_segments);
 	CHECK_EQ(ibnbd_dec_open_rsp(b, 63, &out), -EPROTO);
 	b[64] = 0;
 	CHECK_EQ(ibnbd_dec_open_rsp(b, 65, &out), -EPROTO);

@@ -93,8 +93,8 @@ static int req(struct ibtrs_clt *c, int dir, const void *msg, size_t msglen,
 
 	tag = ibtrs_clt_get_tag(c, IBTRS_IO_CON, IBTRS_TAG_WAIT);
 	CHECK(tag);
-	ret = h_req_sync(c, tag, dir, msg, msglen, len ? &sg : NULL,
-			 len ? 1 : 0);
+	/* &sg even without data: the library copies sg_cnt entries of it */
+	ret = h_req_sync(c, tag, dir, msg, msglen, &sg, len ? 1 : 0);
 	ibtrs_clt_put_tag(c, tag);
 	return ret;
 }
