@@ -7,7 +7,9 @@
 # paths and serves a unix socket. Phase 1: fio's nbd engine, random 4 KiB
 # reads and writes with crc32c verification, while path 1's link goes
 # down and comes back: 0 errors, 0 verify failures, path 1 lost and
-# reconnected. Phase 2: the same cut under ext4 on nbdfuse and a loop
+# reconnected; then both paths down for 3 s (requests wait), then longer
+# than queue-timeout (a read fails with EIO, nbdkit says why, and reads
+# work again after). Phase 2: the same cut under ext4 on nbdfuse and a loop
 # device while files are written: they verify after a remount, and
 # e2fsck finds the file system clean.
 . "$(dirname "$0")/lib.bash"
@@ -104,6 +106,63 @@ check_path fio
 	fail "nbdkit reported a failed request"
 }
 stop_nbdkit fio "$NBDKIT_PID"
+
+# Phase 1b: both paths down for 3 s: requests wait for a path (up to
+# queue-timeout) and complete once one is back; fio sees nothing.
+nbdkit_up all
+timeout -k 5 120 fio --name=all --ioengine=nbd \
+	--uri="$(uri "$TMP/all.sock")" --rw=randrw --bs=4k --iodepth=16 \
+	--numjobs=2 --size=16M --offset_increment=16M --verify=crc32c \
+	--verify_backlog=128 --verify_fatal=1 --time_based --runtime=10 \
+	--output-format=json --output="$TMP/all.json" >"$TMP/all.out" 2>&1 &
+fio_pid=$!
+PIDS+=("$fio_pid")
+sleep 3
+ip -n "$C" link set "nc0-$tag" down
+ip -n "$C" link set "nc1-$tag" down
+echo "all: both links down"
+sleep 3
+ip -n "$C" link set "nc0-$tag" up
+ip -n "$C" link set "nc1-$tag" up
+echo "all: both links up"
+wait "$fio_pid"
+rc=$?
+read -r err verify ios < <(fio_errors "$TMP/all.json") || fail "fio: no json"
+echo "fio (no path for 3 s): exit $rc, $ios I/Os, $err errors, $verify verify failures"
+[ "$rc" -eq 0 ] && [ "$err" -eq 0 ] && [ "$verify" -eq 0 ] || {
+	cat "$TMP/all.out"
+	fail "fio through 3 s without a path"
+}
+grep -q 'no path connected; requests wait' "$TMP/all.log" ||
+	fail "the session never had no path"
+stop_nbdkit all "$NBDKIT_PID"
+
+# Phase 1c: no path for longer than queue-timeout: a read fails with EIO
+# and nbdkit names the cause; once a path is back, reads work again.
+if command -v qemu-io >/dev/null; then
+	start_nbdkit qt "$TMP/qt.sock" path=ip:10.250.20.2 \
+		path=ip:10.250.21.2 port="$SRV_PORT" export=disk \
+		hb-timeout=500 reconnect-delay=1 queue-timeout=1000
+	ip -n "$C" link set "nc0-$tag" down
+	ip -n "$C" link set "nc1-$tag" down
+	wait_for 20 grep -q 'no path connected; requests wait' "$TMP/qt.log" ||
+		fail "qt: the session did not notice the cut"
+	timeout 60 qemu-io -f raw -c 'read 0 4k' "$(uri "$TMP/qt.sock")" \
+		>"$TMP/qt.out" 2>&1 && fail "qt: a read without a path succeeded"
+	grep -q 'Input/output error' "$TMP/qt.out" || {
+		cat "$TMP/qt.out"
+		fail "qt: the read did not fail with EIO"
+	}
+	grep -q 'no path to the server came up within queue-timeout' \
+		"$TMP/qt.log" || fail "qt: nbdkit did not name the cause"
+	echo "qt: a read without a path past queue-timeout: $(grep -m1 -o 'read failed.*' "$TMP/qt.out")"
+	ip -n "$C" link set "nc0-$tag" up
+	ip -n "$C" link set "nc1-$tag" up
+	wait_for 30 timeout 10 qemu-io -f raw -c 'read 0 4k' \
+		"$(uri "$TMP/qt.sock")" || fail "qt: reads do not work again"
+	echo "qt: reads work again once a path is back"
+	stop_nbdkit qt "$NBDKIT_PID"
+fi
 
 # Phase 2: ext4 through the cut.
 if ! command -v nbdfuse >/dev/null || ! [ -c /dev/fuse ] ||

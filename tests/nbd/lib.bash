@@ -118,11 +118,22 @@ start_server() {
 # $TMP/NAME.log.
 NBDKIT_PREFIX=()
 NBDKIT_OPTS=()
+# A plugin built with a sanitizer needs its runtime loaded first: nbdkit
+# itself is not instrumented. nbdkit's own allocations at exit are not
+# the plugin's to answer for.
+NBDKIT_ENV=()
+san=$(ldd "$PLUGIN" 2>/dev/null | grep -o '/[^ ]*lib[at]san\.so[^ ]*' | head -1)
+if [ -n "$san" ]; then
+	NBDKIT_ENV=(env "LD_PRELOAD=$san"
+		"ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
+		"TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}")
+fi
 start_nbdkit() {
 	local name=$1 sock=$2
 	shift 2
-	"${NBDKIT_PREFIX[@]}" nbdkit -f -v --exit-with-parent -U "$sock" \
-		"${NBDKIT_OPTS[@]}" "$PLUGIN" "$@" 2>"$TMP/$name.log" &
+	"${NBDKIT_PREFIX[@]}" "${NBDKIT_ENV[@]}" nbdkit -f -v \
+		--exit-with-parent -U "$sock" "${NBDKIT_OPTS[@]}" "$PLUGIN" \
+		"$@" 2>"$TMP/$name.log" &
 	NBDKIT_PID=$!
 	PIDS+=("$NBDKIT_PID")
 	for ((i = 0; i < 300; i++)); do

@@ -9,7 +9,7 @@
 need_plugin
 need nbdinfo timeout
 
-nbdkit "$PLUGIN" --help >"$TMP/help" 2>&1 || fail "nbdkit --help: exit $?"
+"${NBDKIT_ENV[@]}" nbdkit "$PLUGIN" --help >"$TMP/help" 2>&1 || fail "nbdkit --help: exit $?"
 for p in path= export= port= sessname= readonly= policy= reconnect-delay= \
 	hb-timeout= queue-timeout= transport= failover-timeout= \
 	connect-timeout= io-cons= max-reconnect-attempts=; do
@@ -22,7 +22,7 @@ bad() {
 	local want=$1 rc
 	shift
 	rm -f "$TMP/bad.sock"
-	timeout 60 nbdkit -f -U "$TMP/bad.sock" "$PLUGIN" "$@" \
+	timeout 60 "${NBDKIT_ENV[@]}" nbdkit -f -U "$TMP/bad.sock" "$PLUGIN" "$@" \
 		>"$TMP/bad.out" 2>&1 </dev/null
 	rc=$?
 	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] ||
