@@ -441,6 +441,149 @@ static void test_enospc(struct ibtrs_clt *c, uint32_t id_disk)
 }
 
 /*
+ * Many requests at once on a ring of 2 entries (4 CQEs): most wait in the
+ * server's backlog, multi-step ones (PREFLUSH, FUA) too; all complete and
+ * their data is in the file.
+ */
+static void test_concurrent(struct ibtrs_clt *c, uint32_t id, const char *path)
+{
+	enum { N = 16, SZ = 8192 };
+	static unsigned char b[N][SZ], f[SZ];
+	static const uint16_t flags[4] = { 0, IBNBD_WIRE_F_FUA,
+					   IBNBD_WIRE_F_PREFLUSH,
+					   IBNBD_WIRE_F_FUA |
+						   IBNBD_WIRE_F_PREFLUSH };
+	struct ibnbd_msg_io m[N];
+	struct ibtrs_tag *tags[N];
+	struct iovec usr[N], sg[N];
+	struct h_req r[N];
+	struct h_wait w;
+	int fd, i, pass;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	for (pass = 0; pass < 2; pass++) {
+		int dir = pass ? IBTRS_READ : IBTRS_WRITE;
+
+		h_wait_init(&w);
+		for (i = 0; i < N; i++) {
+			tags[i] = ibtrs_clt_get_tag(c, IBTRS_IO_CON,
+						    IBTRS_TAG_WAIT);
+			CHECK(tags[i]);
+			if (!pass)
+				t_fill(b[i], SZ, 100 + (unsigned int)i);
+			else
+				memset(b[i], 0, SZ);
+			CHECK_EQ(ibnbd_enc_io(&m[i], sizeof(m[i]), id,
+					      pass ? IBNBD_WIRE_OP_READ
+						   : IBNBD_WIRE_OP_WRITE,
+					      pass ? 0 : flags[i % 4],
+					      (uint64_t)i * SZ, SZ),
+				 sizeof(m[i]));
+			usr[i] = (struct iovec){ &m[i], sizeof(m[i]) };
+			sg[i] = (struct iovec){ b[i], SZ };
+			r[i] = (struct h_req){ .w = &w };
+		}
+		for (i = 0; i < N; i++)
+			CHECK_EQ(ibtrs_clt_request(dir, h_conf, c, tags[i],
+						   &r[i], &usr[i], 1, SZ,
+						   &sg[i], 1),
+				 0);
+		CHECK(h_wait_calls(&w, N, H_REQ_TIMEOUT_S * 1000));
+		for (i = 0; i < N; i++) {
+			CHECK_EQ(r[i].err, 0);
+			CHECK_EQ(r[i].calls, 1);
+			ibtrs_clt_put_tag(c, tags[i]);
+			CHECK_EQ(pread(fd, f, SZ, (off_t)i * SZ), SZ);
+			CHECK(!memcmp(b[i], f, SZ));
+		}
+		h_wait_destroy(&w);
+	}
+	close(fd);
+}
+
+/*
+ * A block device export (a loop device over a file, when root and
+ * losetup are here): its geometry from the ioctls, data in the backing
+ * file, DISCARD and WRITE_ZEROES with the same fallocate modes.
+ */
+static void test_blkdev(struct ibtrs_clt *c)
+{
+	static unsigned char b[8192], f[8192];
+	struct ibnbd_open_info i;
+	char file[96], cmd[256], dev[64] = "";
+	FILE *p;
+	int fd;
+	size_t k;
+
+	snprintf(file, sizeof(file), "%s/loop.img", t_dir);
+	mkfile(file, 4u << 20);
+	snprintf(cmd, sizeof(cmd), "losetup --find --show '%s' 2>/dev/null",
+		 file);
+	p = geteuid() ? NULL : popen(cmd, "r");
+	if (p) {
+		if (!fgets(dev, sizeof(dev), p))
+			dev[0] = '\0';
+		pclose(p);
+	}
+	dev[strcspn(dev, "\n")] = '\0';
+	if (strncmp(dev, "/dev/loop", 9)) {
+		printf("SKIP part: no loop device here: block devices not tested\n");
+		unlink(file);
+		return;
+	}
+	CHECK_EQ(ibnbd_srv_add_export(t_nbd, "blk", dev, false), 0);
+	/*
+	 * Detached now: the export's open keeps the device until the
+	 * process ends, however the test ends.
+	 */
+	snprintf(cmd, sizeof(cmd), "losetup -d '%s'", dev);
+	CHECK_EQ(system(cmd), 0);
+	CHECK_EQ(dev_open(c, "blk", IBNBD_WIRE_ACCESS_RW, &i), 0);
+	CHECK_EQ(i.size, 4u << 20);
+	CHECK(i.logical_block_size >= 512);
+	CHECK(i.physical_block_size >= i.logical_block_size);
+	CHECK(i.flags & IBNBD_WIRE_DEV_WRITE_ZEROES);
+	t_fill(b, sizeof(b), 42);
+	CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_WRITE, IBNBD_WIRE_F_FUA,
+		    65536, sizeof(b), b),
+		 0);
+	CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_FLUSH, 0, 0, 0, NULL), 0);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK_EQ(pread(fd, f, sizeof(f), 65536), sizeof(f));
+	CHECK(!memcmp(b, f, sizeof(f)));
+	CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_WRITE_ZEROES,
+		    IBNBD_WIRE_F_NOUNMAP, 65536, 4096, NULL),
+		 0);
+	CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_WRITE_ZEROES, 0, 65536 + 4096,
+		    4096, NULL),
+		 0);
+	memset(f, 0xaa, sizeof(f));
+	CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_READ, 0, 65536, sizeof(f), f),
+		 0);
+	for (k = 0; k < sizeof(f); k++)
+		CHECK_EQ(f[k], 0);
+	if (i.flags & IBNBD_WIRE_DEV_DISCARD) {
+		CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_WRITE, 0, 0, 4096, b),
+			 0);
+		CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_DISCARD, 0, 0, 4096,
+			    NULL),
+			 0);
+		CHECK_EQ(io(c, i.device_id, IBNBD_WIRE_OP_READ, 0, 0, 4096, f),
+			 0);
+		for (k = 0; k < 4096; k++)
+			CHECK_EQ(f[k], 0);
+	}
+	close(fd);
+	CHECK_EQ(dev_close(c, i.device_id), 0);
+	printf("block device %s: %u-byte blocks, discard %s\n", dev,
+	       i.logical_block_size,
+	       i.flags & IBNBD_WIRE_DEV_DISCARD ? "yes" : "no");
+	unlink(file);
+}
+
+/*
  * An export directory: its files and block devices by name, not its
  * subdirectories, FIFOs or anything outside it.
  */
@@ -508,6 +651,7 @@ int main(void)
 	ibnbd_srv_opts_init(&no, sizeof(no));
 	no.max_io_size = 64u << 10;
 	no.max_devices = 4;
+	no.ring_entries = 2; /* test_concurrent() fills it */
 	t_nbd = ibnbd_srv_create(&no);
 	if (!t_nbd && errno == EOPNOTSUPP) {
 		printf("SKIP: built without liburing\n");
@@ -597,8 +741,10 @@ int main(void)
 	test_malformed(c1, d1.device_id);
 	test_checks(c1, d1.device_id, &d1);
 	test_data(c1, d1.device_id, disk);
+	test_concurrent(c1, d1.device_id, disk);
 	test_enospc(c1, d1.device_id);
 	test_export_dir(c1);
+	test_blkdev(c1);
 
 	/* the end of a session gives its rw open back */
 	c3 = h_clt_open("hostile-3", port, 1, 0, NULL, NULL);
