@@ -322,7 +322,8 @@ out:
  * @cfg: the configuration
  * @max_io_size: the ibtrs server's max_io_size
  *
- * Without liburing and without exports the tool runs without ibnbd.
+ * Without exports a failure leaves the tool without ibnbd, not without
+ * its memory target.
  * Reports a failure on stderr.
  *
  * Return: 0, or -1.
@@ -339,8 +340,18 @@ static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 	srv_nbd = ibnbd_srv_create(&o);
 	if (!srv_nbd) {
 		ret = errno;
-		if (ret == EOPNOTSUPP && !cfg->nr_exports)
+		/*
+		 * Without exports the memory target serves on: ibnbd requests
+		 * then fail with EOPNOTSUPP (no liburing, or io_uring
+		 * disabled here).
+		 */
+		if (!cfg->nr_exports) {
+			if (ret != EOPNOTSUPP && cfg->log)
+				fprintf(cfg->log,
+					"%sibnbd requests refused: cannot start the ibnbd server: %s\n",
+					srv_log_prefix, strerror(ret));
 			return 0;
+		}
 		if (ret == EOPNOTSUPP)
 			tool_err("cannot export: built without liburing");
 		else

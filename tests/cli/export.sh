@@ -108,8 +108,16 @@ grep -q "exporting 3 file(s) of '$TMP/dir' (read-only)" "$TMP/direct.err" ||
 	fail "--export-dir-ro: $(cat "$TMP/direct.err")"
 stop_server "$SRV_PID"
 
-# Without exports the server starts as before, quietly.
+# Without exports the server starts as before, quietly, and its ibnbd
+# server refuses every name.
 start_server plain --port 0 --quiet
+if "$IBTRS" bench --help 2>/dev/null | grep -q -- '--export'; then
+	run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$SRV_PORT" \
+		--export a --rw read --time 1 --qd 1 >"$TMP/bench.out" \
+		2>"$TMP/bench.err" && fail "bench --export a was served"
+	grep -Eqi "no such (export|file)" "$TMP/bench.err" ||
+		fail "bench --export a, no exports: $(cat "$TMP/bench.err")"
+fi
 stop_server "$SRV_PID"
 [ -s "$TMP/plain.err" ] && fail "a quiet server wrote: $(cat "$TMP/plain.err")"
 echo "ok"
