@@ -84,6 +84,19 @@ static inline int f_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
 	return 0;
 }
 
+/* A failed CHECK exits: the temp files go all the same. */
+static inline void f_files_cleanup(void)
+{
+	struct f_srv *srv = f_srv_g;
+	unsigned int i;
+
+	if (!srv)
+		return;
+	for (i = 0; i < srv->npaths; i++)
+		unlink(srv->paths[i]);
+	rmdir(srv->dir);
+}
+
 /**
  * f_srv_start() - start the server with no exports
  * @srv: the server
@@ -98,6 +111,7 @@ static inline void f_srv_start(struct f_srv *srv, uint32_t max_io_size)
 	f_srv_g = srv;
 	snprintf(srv->dir, sizeof(srv->dir), "/tmp/ibnbd-func-XXXXXX");
 	CHECK(mkdtemp(srv->dir));
+	atexit(f_files_cleanup);
 	ibnbd_srv_opts_init(&no, sizeof(no));
 	if (max_io_size)
 		no.max_io_size = max_io_size;
@@ -172,7 +186,7 @@ static inline void f_srv_stop(struct f_srv *srv)
 	for (i = 0; i < srv->npaths; i++)
 		unlink(srv->paths[i]);
 	rmdir(srv->dir);
-	f_srv_g = NULL;
+	srv->npaths = 0;
 }
 
 /**

@@ -27,6 +27,16 @@
 
 static struct f_srv srv;
 static char disk_path[128];
+static char mnt_dir[64];
+
+/* A failed CHECK exits: the tmpfs of the -ENOSPC case goes all the same. */
+static void mnt_cleanup(void)
+{
+	if (!mnt_dir[0])
+		return;
+	umount2(mnt_dir, MNT_DETACH);
+	rmdir(mnt_dir);
+}
 
 static uint64_t srv_requests(void)
 {
@@ -367,7 +377,7 @@ static void test_modes(struct ibnbd_clt *clt, struct ibnbd_dev *rw)
  */
 static void test_enospc(struct ibnbd_clt *clt)
 {
-	char dir[64], path[192];
+	char path[192];
 	unsigned char *buf = malloc(65536);
 	struct iovec iov = { buf, 65536 };
 	struct ibnbd_dev *dev;
@@ -380,17 +390,19 @@ static void test_enospc(struct ibnbd_clt *clt)
 		free(buf);
 		return;
 	}
-	snprintf(dir, sizeof(dir), "/tmp/ibnbd-enospc-XXXXXX");
-	CHECK(mkdtemp(dir));
-	if (mount("tmpfs", dir, "tmpfs", 0, "size=256k")) {
+	snprintf(mnt_dir, sizeof(mnt_dir), "/tmp/ibnbd-enospc-XXXXXX");
+	CHECK(mkdtemp(mnt_dir));
+	if (mount("tmpfs", mnt_dir, "tmpfs", 0, "size=256k")) {
 		fprintf(stderr,
 			"skip: the -ENOSPC case: cannot mount tmpfs: %s\n",
 			strerror(errno));
-		rmdir(dir);
+		rmdir(mnt_dir);
+		mnt_dir[0] = '\0';
 		free(buf);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/full", dir);
+	atexit(mnt_cleanup);
+	snprintf(path, sizeof(path), "%s/full", mnt_dir);
 	fd = open(path, O_RDWR | O_CREAT, 0600);
 	CHECK(fd >= 0);
 	CHECK(ftruncate(fd, 1 << 20) == 0);
@@ -417,8 +429,9 @@ static void test_enospc(struct ibnbd_clt *clt)
 	}
 	CHECK_EQ(ibnbd_dev_close(dev), 0);
 	/* The export keeps the file open until the server goes: lazily. */
-	CHECK(umount2(dir, MNT_DETACH) == 0);
-	rmdir(dir);
+	CHECK(umount2(mnt_dir, MNT_DETACH) == 0);
+	rmdir(mnt_dir);
+	mnt_dir[0] = '\0';
 	free(buf);
 }
 
