@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * srv.c - the ibnbd server: sessions, devices, access modes and the
- * checks of every request, in front of the io_uring engine (srv_uring.c)
- * and the export table (srv_export.c).
+ * checks of every request, in front of the I/O engine (srv_uring.c: inline
+ * where nothing waits for a device, io_uring for the rest) and the export
+ * table (srv_export.c).
  *
  * Every field of a request is checked before anything runs: a request
  * that fails a check is answered with its errno at once (the rdma_ev
@@ -477,6 +478,7 @@ static void io_steps(struct srv_io *io, const struct ibnbd_req *req)
 	uint8_t n = 0;
 
 	io->dsync = false;
+	io->async = false;
 	io->zero_fallback = false;
 	if (req->flags & IBNBD_WIRE_F_PREFLUSH &&
 	    req->op != IBNBD_WIRE_OP_FLUSH)
@@ -512,7 +514,7 @@ static void io_steps(struct srv_io *io, const struct ibnbd_req *req)
 }
 
 /**
- * do_io() - check an IO request and start it on the ring
+ * do_io() - check an IO request and run it
  * @srv: the server
  * @s: the session
  * @id: the operation
@@ -521,7 +523,12 @@ static void io_steps(struct srv_io *io, const struct ibnbd_req *req)
  * @datalen: bytes of data
  * @req: the request
  *
- * Return: 0 (started: the ring answers it), or the errno of a failed
+ * What can run without waiting for a device runs here and is answered
+ * from this thread (srv_io_inline()), within the batch of the loop that
+ * called rdma_ev; the ring goes on with the rest and answers it from its
+ * completion thread.
+ *
+ * Return: 0 (answered, or the ring answers it), or the errno of a failed
  * check (-ENODEV for an unknown device, see io_check()), -ENOMEM.
  */
 static int do_io(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
@@ -567,7 +574,10 @@ static int do_io(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 	io->offset = req->offset;
 	io->len = req->len;
 	io_steps(io, req);
-	srv_ring_submit(&srv->ring, io);
+	if (srv_io_inline(io, &ret))
+		srv_io_complete(io, ret);
+	else
+		srv_ring_submit(&srv->ring, io);
 	return 0;
 }
 
@@ -580,7 +590,8 @@ static int do_io(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
  * of the session is touched after the answer, after which the session
  * may end.
  *
- * Context: the ring's completion thread.
+ * Context: the ring's completion thread, or the thread of rdma_ev for a
+ * request run inline.
  */
 void srv_io_complete(struct srv_io *io, int err)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * srv.h - internals of the ibnbd server: the export table (srv_export.c),
- * the sessions and their devices (srv.c) and the io_uring engine
- * (srv_uring.c).
+ * the sessions and their devices (srv.c) and the I/O engine (srv_uring.c:
+ * inline system calls where they cannot block, io_uring for the rest).
  *
  * Locking: srv->lock guards the export table and every export's open
  * counts; sess->lock guards a session's device table and its free list of
@@ -40,6 +40,10 @@
  * @blkdev: @fd is a block device (geometry from ioctls)
  * @discard: the backing store can punch holes (DISCARD advertised)
  * @direct: opened O_DIRECT (a file's logical block is then 4096)
+ * @membacked: a regular file of tmpfs or ramfs: reading and writing it is a
+ *	memory copy, done inline on the thread of rdma_ev
+ * @nowait: [0] reads, [1] writes: RWF_NOWAIT is worth trying inline (not
+ *	O_DIRECT, and not yet refused with -EOPNOTSUPP); atomic, relaxed
  * @ro_opens: read-only opens now (srv->lock)
  * @rw_opens: rw and migration opens now (srv->lock)
  */
@@ -52,6 +56,8 @@ struct srv_export {
 	bool blkdev;
 	bool discard;
 	bool direct;
+	bool membacked;
+	bool nowait[2];
 	unsigned int ro_opens;
 	unsigned int rw_opens;
 };
@@ -99,6 +105,9 @@ struct ibnbd_srv_sess;
  * @step: the step running
  * @retries: times the current request met -EAGAIN or -EINTR
  * @dsync: the WRITE step is RWF_DSYNC (FUA)
+ * @async: the READ or WRITE step goes to io_uring's workers at once
+ *	(IOSQE_ASYNC): RWF_NOWAIT already failed inline, io_uring's own
+ *	non-blocking try would fail too
  * @zero_fallback: WRITE_ZEROES may fall back to another fallocate mode
  */
 struct srv_io {
@@ -115,17 +124,20 @@ struct srv_io {
 	uint8_t step;
 	uint16_t retries;
 	bool dsync;
+	bool async;
 	bool zero_fallback;
 };
 
 /**
  * struct srv_ring - the io_uring engine
  * @ring: the io_uring (its SQ under @sq_lock, its CQ the thread's)
- * @sq_lock: guards the SQ, @backlog and @inflight
+ * @sq_lock: guards the SQ, @backlog, @inflight and @reaping
  * @backlog: requests waiting for room in the ring, oldest first
  * @backlog_tail: last of @backlog
  * @inflight: SQEs submitted and not yet reaped
  * @max_inflight: bound of @inflight: the CQ never overflows
+ * @reaping: the completion thread works on a batch and submits whatever
+ *	is queued before it waits again: a submitter may leave its SQE queued
  * @thread: the completion thread
  * @started: @thread runs
  * @shutdown: the stop request of srv_ring_fini()
@@ -139,6 +151,7 @@ struct srv_ring {
 	struct srv_io *backlog_tail;
 	unsigned int inflight;
 	unsigned int max_inflight;
+	bool reaping;
 	pthread_t thread;
 	bool started;
 	struct srv_io shutdown;
@@ -212,6 +225,7 @@ int srv_export_geo(const struct srv_export *exp, struct srv_geo *geo);
 void srv_exports_free(struct ibnbd_srv *srv);
 
 /* srv_uring.c */
+bool srv_io_inline(struct srv_io *io, int *err);
 int srv_ring_init(struct srv_ring *r, unsigned int entries);
 void srv_ring_fini(struct srv_ring *r);
 void srv_ring_submit(struct srv_ring *r, struct srv_io *io);

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -30,6 +32,27 @@
  */
 #define SRV_FILE_LBS 512u
 #define SRV_FILE_PBS 4096u
+
+/**
+ * file_membacked() - whether a regular file lives in memory only
+ * @fd: the file
+ *
+ * tmpfs and ramfs have no device behind them: reading and writing is a
+ * copy between the page cache and the caller, which io_uring (without
+ * RWF_NOWAIT support in these file systems) would hand to a worker
+ * thread per request. It can only wait for memory, as the memory target
+ * does.
+ *
+ * Return: true for a file of tmpfs or ramfs.
+ */
+static bool file_membacked(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs))
+		return false;
+	return sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC;
+}
 
 /**
  * srv_export_find() - look an export up by name
@@ -185,6 +208,10 @@ int ibnbd_srv_add_export(struct ibnbd_srv *srv, const char *name,
 	e->readonly = readonly;
 	e->blkdev = S_ISBLK(st.st_mode);
 	e->direct = srv->opts.direct;
+	/* A device node's fstatfs() is its directory's (devtmpfs). */
+	e->membacked = !e->blkdev && file_membacked(fd);
+	/* O_DIRECT with RWF_NOWAIT would still wait for the device. */
+	e->nowait[0] = e->nowait[1] = !e->direct;
 	e->discard = e->blkdev ? blkdev_discard(fd) : true;
 
 	pthread_mutex_lock(&srv->lock);
