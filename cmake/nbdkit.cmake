@@ -28,6 +28,12 @@ target_include_directories(nbdkit_ibtrs_plugin PRIVATE
 target_compile_options(nbdkit_ibtrs_plugin PRIVATE ${NBDKIT_CFLAGS_OTHER})
 target_link_libraries(nbdkit_ibtrs_plugin PRIVATE ibnbd ibtrs
 	Threads::Threads)
+# nbdkit dlclose()s the plugin before exit(); libibtrs registers an
+# atexit() handler (the control socket's unlink), and sanitizer runtimes
+# intercept atexit() without tying it to the library, so an unloaded
+# libibtrs would be called into at exit. Never unloading the plugin keeps
+# it and its libraries mapped until the process ends.
+target_link_options(nbdkit_ibtrs_plugin PRIVATE -Wl,-z,nodelete)
 
 # nbdkit's plugindir, relative to its libdir (else its prefix), re-rooted.
 if(NOT IBTRS_NBDKIT_PLUGINDIR)
