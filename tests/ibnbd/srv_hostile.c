@@ -8,16 +8,21 @@
  * changed), and checks each errno, that a valid request on the same
  * session works after each refusal, that data really lands in the files,
  * the access modes, DISCARD and WRITE_ZEROES on the file, ENOSPC on a full
- * tmpfs (root only) and that the end of a session gives its rw opens back.
+ * tmpfs (root only), which requests the engine runs inline and which it
+ * leaves to the ring, and that the end of a session gives its rw opens
+ * back.
  */
 #include <endian.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "harness.h"
 #include "ibnbd.h"
 #include "proto.h"
+#include "srv.h"
 
 #define DISK_SIZE (1u << 20)
 #define RO_SIZE (64u << 10)
@@ -325,10 +330,19 @@ static void test_checks(struct ibtrs_clt *c, uint32_t id,
 }
 
 /* Data lands in the file; DISCARD, WRITE_ZEROES, FLUSH, FUA, PREFLUSH. */
-static void test_data(struct ibtrs_clt *c, uint32_t id, const char *path)
+/*
+ * Data, FUA, PREFLUSH, FLUSH, DISCARD and WRITE_ZEROES on the rw device @id
+ * of the file @path. @unwritten_hole: the file system reports allocated
+ * but unwritten blocks as a hole (tmpfs), as the NOUNMAP fallback leaves
+ * them where ZERO_RANGE is missing.
+ */
+static void test_data(struct ibtrs_clt *c, uint32_t id, const char *path,
+		      bool unwritten_hole)
 {
 	static unsigned char b[BUF_SIZE], f[BUF_SIZE];
 	int fd = open(path, O_RDWR | O_CLOEXEC);
+	struct stat st;
+	blkcnt_t blocks;
 	off_t hole;
 	size_t i;
 
@@ -391,13 +405,18 @@ static void test_data(struct ibtrs_clt *c, uint32_t id, const char *path)
 	t_fill(b, 65536, 7);
 	CHECK_EQ(pwrite(fd, b, 65536, 640 << 10), 65536);
 	CHECK_EQ(fsync(fd), 0);
+	CHECK_EQ(fstat(fd, &st), 0);
+	blocks = st.st_blocks;
 	CHECK_EQ(io(c, id, IBNBD_WIRE_OP_WRITE_ZEROES, IBNBD_WIRE_F_NOUNMAP,
 		    640 << 10, 65536, NULL),
 		 0);
 	CHECK_EQ(pread(fd, f, 65536, 640 << 10), 65536);
 	for (i = 0; i < 65536; i++)
 		CHECK_EQ(f[i], 0);
-	CHECK(lseek(fd, 640 << 10, SEEK_HOLE) >= (640 << 10) + 65536);
+	CHECK_EQ(fstat(fd, &st), 0);
+	CHECK(st.st_blocks >= blocks);
+	if (!unwritten_hole)
+		CHECK(lseek(fd, 640 << 10, SEEK_HOLE) >= (640 << 10) + 65536);
 	close(fd);
 }
 
@@ -438,6 +457,163 @@ static void test_enospc(struct ibtrs_clt *c, uint32_t id_disk)
 	/* The export keeps the file open: lazily unmounted. */
 	CHECK_EQ(umount2(mnt, MNT_DETACH), 0);
 	rmdir(mnt);
+}
+
+/*
+ * A hand-made request of @len bytes at @off on @exp, of one step (and a
+ * FUA write with @dsync), run by srv_io_inline() as do_io() would.
+ * Return: whether it finished inline; *@err its result then.
+ */
+static bool inline_io(struct srv_export *exp, uint8_t step, bool dsync,
+		      uint64_t off, uint32_t len, void *buf, struct srv_io *io,
+		      int *err)
+{
+	static struct srv_dev dev;
+
+	memset(&dev, 0, sizeof(dev));
+	dev.exp = exp;
+	memset(io, 0, sizeof(*io));
+	io->dev = &dev;
+	io->data = buf;
+	io->offset = off;
+	io->len = len;
+	io->steps[0] = step;
+	io->nsteps = 1;
+	io->dsync = dsync;
+	*err = 1;
+	return srv_io_inline(io, err);
+}
+
+/*
+ * The engine's inline path (srv_io_inline()). A file of tmpfs runs every
+ * step inline: test_data() through the server on one (root only, for
+ * the mount). A file elsewhere reads its page cache with RWF_NOWAIT
+ * inline, a FUA write never runs inline, a write the file system cannot
+ * do with RWF_NOWAIT (ext4) goes to the ring untouched, to a worker at
+ * once (IOSQE_ASYNC), and RWF_NOWAIT is not tried again for writes. An
+ * O_DIRECT export never runs inline.
+ */
+static void test_engine(struct ibtrs_clt *c, const char *disk)
+{
+	static unsigned char b[65536], f[65536];
+	struct ibnbd_open_info info;
+	struct srv_export *e, fake;
+	char mnt[96], path[128];
+	struct statfs sfs;
+	struct srv_io io;
+	int fd, mfd = -1, err;
+	bool done;
+
+	pthread_mutex_lock(&t_nbd->lock);
+	e = srv_export_find(t_nbd, "disk");
+	pthread_mutex_unlock(&t_nbd->lock);
+	CHECK(e);
+	CHECK_EQ(statfs(t_dir, &sfs), 0);
+	CHECK_EQ(e->membacked, sfs.f_type == TMPFS_MAGIC);
+	fd = open(disk, O_RDWR | O_CLOEXEC);
+	CHECK(fd >= 0);
+	/* a page cache hit: read inline */
+	t_fill(f, 8192, 20);
+	CHECK_EQ(pwrite(fd, f, 8192, 24576), 8192);
+	memset(b, 0, 8192);
+	done = inline_io(e, SRV_STEP_READ, false, 24576, 8192, b, &io, &err);
+	CHECK(done || !e->nowait[0]);
+	if (done) {
+		CHECK_EQ(err, 0);
+		CHECK(!memcmp(b, f, 8192));
+	}
+	printf("engine: a cached read of %s runs %s\n", disk,
+	       done ? "inline" : "on the ring");
+	/* a FUA write waits for the device: the ring's, untouched */
+	if (!e->membacked) {
+		CHECK(!inline_io(e, SRV_STEP_WRITE, true, 0, 4096, b, &io,
+				 &err));
+		CHECK_EQ(io.done, 0);
+		CHECK_EQ(io.step, 0);
+	}
+	/* a plain write: inline, or left to a ring worker */
+	t_fill(b, 4096, 21);
+	done = inline_io(e, SRV_STEP_WRITE, false, 32768, 4096, b, &io, &err);
+	if (done) {
+		CHECK_EQ(err, 0);
+		CHECK_EQ(pread(fd, f, 4096, 32768), 4096);
+		CHECK(!memcmp(b, f, 4096));
+	} else {
+		CHECK(!e->membacked);
+		CHECK(io.async);
+		CHECK(io.done < io.len);
+		CHECK(!e->nowait[1]);
+		/* not tried again: still handed over untouched */
+		CHECK(!inline_io(e, SRV_STEP_WRITE, false, 32768, 4096, b, &io,
+				 &err));
+		CHECK(io.async);
+		CHECK_EQ(io.done, 0);
+	}
+	printf("engine: a buffered write of %s runs %s\n", disk,
+	       done ? "inline" : "on the ring");
+	/* O_DIRECT: never inline */
+	fake = *e;
+	fake.direct = true;
+	CHECK(!inline_io(&fake, SRV_STEP_READ, false, 24576, 8192, b, &io,
+			 &err));
+	CHECK_EQ(io.done, 0);
+	close(fd);
+
+	snprintf(mnt, sizeof(mnt), "%s/mem", t_dir);
+	CHECK_EQ(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m")) {
+		printf("SKIP part: no tmpfs mount here (%s): inline tmpfs not tested\n",
+		       strerror(errno));
+		rmdir(mnt);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/disk", mnt);
+	mkfile(path, DISK_SIZE);
+	mfd = open(path, O_RDWR | O_CLOEXEC);
+	if (mfd >= 0 && ibnbd_srv_add_export(t_nbd, "mem", path, false)) {
+		close(mfd);
+		mfd = -1;
+	}
+	/* The export and mfd keep the tmpfs: nothing stays mounted. */
+	CHECK_EQ(umount2(mnt, MNT_DETACH), 0);
+	rmdir(mnt);
+	CHECK(mfd >= 0);
+	pthread_mutex_lock(&t_nbd->lock);
+	e = srv_export_find(t_nbd, "mem");
+	pthread_mutex_unlock(&t_nbd->lock);
+	CHECK(e);
+	CHECK(e->membacked);
+	/* every step inline, holes and fdatasync too */
+	CHECK(inline_io(e, SRV_STEP_READ, false, 0, 4096, b, &io, &err));
+	CHECK_EQ(err, 0);
+	CHECK(inline_io(e, SRV_STEP_WRITE, true, 0, 4096, b, &io, &err));
+	CHECK_EQ(err, 0);
+	CHECK(inline_io(e, SRV_STEP_FSYNC, false, 0, 0, NULL, &io, &err));
+	CHECK_EQ(err, 0);
+	/* tmpfs has no ZERO_RANGE: without the fallback the error... */
+	CHECK(inline_io(e, SRV_STEP_ZERO, false, 0, 4096, NULL, &io, &err));
+	CHECK_EQ(err, -EOPNOTSUPP);
+	/* ...with it PUNCH_HOLE then an allocation, inline */
+	CHECK(inline_io(e, SRV_STEP_WRITE, false, 8192, 4096, b, &io, &err));
+	CHECK_EQ(err, 0);
+	memset(&io, 0, sizeof(io));
+	io.dev = &(struct srv_dev){ .exp = e };
+	io.offset = 8192;
+	io.len = 4096;
+	io.steps[0] = SRV_STEP_ZERO;
+	io.nsteps = 1;
+	io.zero_fallback = true;
+	CHECK(srv_io_inline(&io, &err));
+	CHECK_EQ(err, 0);
+	CHECK_EQ(io.nsteps, 2);
+	CHECK_EQ(pread(mfd, f, 4096, 8192), 4096);
+	CHECK(!memcmp(f, (unsigned char[4096]){ 0 }, 4096));
+	/* through the server, answered from the thread of rdma_ev */
+	CHECK_EQ(dev_open(c, "mem", IBNBD_WIRE_ACCESS_RW, &info), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
+	test_data(c, info.device_id, path, true);
+	CHECK_EQ(dev_close(c, info.device_id), 0);
+	close(mfd);
 }
 
 /*
@@ -740,9 +916,10 @@ int main(void)
 
 	test_malformed(c1, d1.device_id);
 	test_checks(c1, d1.device_id, &d1);
-	test_data(c1, d1.device_id, disk);
+	test_data(c1, d1.device_id, disk, false);
 	test_concurrent(c1, d1.device_id, disk);
 	test_enospc(c1, d1.device_id);
+	test_engine(c1, disk);
 	test_export_dir(c1);
 	test_blkdev(c1);
 
