@@ -517,7 +517,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	CHECK_EQ(pwrite(fd, f, 8192, 24576), 8192);
 	memset(b, 0, 8192);
 	done = inline_io(e, SRV_STEP_READ, false, 24576, 8192, b, &io, &err);
-	CHECK(done || !e->nowait[0]);
+	CHECK(done || !__atomic_load_n(&e->nowait[0], __ATOMIC_RELAXED));
 	if (done) {
 		CHECK_EQ(err, 0);
 		CHECK(!memcmp(b, f, 8192));
@@ -542,7 +542,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 		CHECK(!e->membacked);
 		CHECK(io.async);
 		CHECK(io.done < io.len);
-		CHECK(!e->nowait[1]);
+		CHECK(!__atomic_load_n(&e->nowait[1], __ATOMIC_RELAXED));
 		/* not tried again: still handed over untouched */
 		CHECK(!inline_io(e, SRV_STEP_WRITE, false, 32768, 4096, b, &io,
 				 &err));
