@@ -17,6 +17,12 @@
  * The run accounts for every request submitted: its confirmation must run
  * (else it is "lost"), and the longest time without a successful completion
  * is measured.
+ *
+ * With --export NAME the same engine runs against an ibnbd export of the
+ * server instead: the requests go through ibnbd_submit() on the device
+ * (which takes the tags itself), the export's size bounds the offsets, and
+ * --verify checks only blocks this run wrote (an export holds data the run
+ * did not write), then reads every one of them back once more at the end.
  */
 #include <endian.h>
 #include <errno.h>
@@ -28,6 +34,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <ibnbd.h>
 
 #include "hist.h"
 #include "tool.h"
@@ -121,6 +129,7 @@ struct bench_req {
  * @errors: failed requests (atomic)
  * @vfail: READs with wrong data (atomic)
  * @verified: READs whose data was checked (loop thread only)
+ * @final_verified: blocks checked by the final read pass (--export)
  *
  * Confirmations run on the session's loop thread, and so do the
  * submissions from them: the counters only that thread writes are added
@@ -151,6 +160,7 @@ struct bench_thread {
 	uint64_t errors;
 	uint64_t vfail;
 	uint64_t verified;
+	uint64_t final_verified;
 };
 
 /**
@@ -167,6 +177,9 @@ struct bench_thread {
  * @last_done_ns: time of the last successful completion, 0 before the
  *                first (written by the loop thread, and once at the end)
  * @max_gap_ns: longest time between successful completions (atomic)
+ * @clt: the ibnbd client on @sess (--export), else NULL
+ * @dev: the export opened (--export), else NULL
+ * @geo: its geometry
  */
 struct bench {
 	const struct bench_cfg *cfg;
@@ -180,6 +193,9 @@ struct bench {
 	uint64_t next_seq;
 	uint64_t last_done_ns;
 	uint64_t max_gap_ns;
+	struct ibnbd_clt *clt;
+	struct ibnbd_dev *dev;
+	struct ibnbd_geometry geo;
 };
 
 /**
@@ -541,7 +557,8 @@ static void bench_conf(void *priv, int err)
 			}
 		}
 	}
-	ibtrs_clt_put_tag(b->sess, req->tag);
+	if (!b->dev)
+		ibtrs_clt_put_tag(b->sess, req->tag);
 	if (!err && b->cfg->submit == BENCH_SUBMIT_CALLBACK)
 		bench_resubmit(t, req, lat, now);
 	else
@@ -630,13 +647,16 @@ static void bench_drain(struct bench_thread *t)
  * bench_submit() - fill a request slot and submit it
  * @t: the thread owning the slot
  * @req: the slot, its block chosen
- * @tag: a tag for it
+ * @tag: a tag for it, NULL with --export (ibnbd_submit() takes one)
  * @start_ns: the time the request counts from, 0 for now
  * @cb: submitted from a completion callback, on the session's loop thread
  *
- * On failure the tag is put back and the slot freed.
+ * On failure the tag is put back and the slot freed. From a callback, an
+ * export's request that finds no free tag (-EAGAIN) is no failure: the
+ * slot goes back for the submitter thread.
  *
- * Return: 0, or the negative errno of ibtrs_clt_request().
+ * Return: 0, or the negative errno of ibtrs_clt_request() or
+ * ibnbd_submit().
  */
 static int bench_submit(struct bench_thread *t, struct bench_req *req,
 			struct ibtrs_tag *tag, uint64_t start_ns, bool cb)
@@ -675,8 +695,15 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 	 * unless it is called on the thread that runs confirmations. */
 	if (!cb)
 		__atomic_fetch_add(&t->submitted, 1, __ATOMIC_RELAXED);
-	ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, tag, req, &vec,
-				1, cfg->bs, &sg, 1);
+	if (b->dev)
+		ret = ibnbd_submit(b->dev,
+				   req->dir == IBTRS_READ ? IBNBD_OP_READ
+							  : IBNBD_OP_WRITE,
+				   cb ? IBNBD_F_NOWAIT : 0, off, cfg->bs, &sg,
+				   1, bench_conf, req);
+	else
+		ret = ibtrs_clt_request(req->dir, bench_conf, b->sess, tag, req,
+					&vec, 1, cfg->bs, &sg, 1);
 	if (!ret) {
 		if (cb)
 			bench_count(&t->cb_submits);
@@ -684,11 +711,16 @@ static int bench_submit(struct bench_thread *t, struct bench_req *req,
 	}
 	if (!cb)
 		__atomic_fetch_sub(&t->submitted, 1, __ATOMIC_RELAXED);
+	if (b->dev && cb && ret == -EAGAIN) {
+		bench_req_done(t, req, 0);
+		return ret;
+	}
 	/* The conf callback will not run. */
 	__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
 	bench_report(b, "cannot submit a %s: %s",
 		     req->dir == IBTRS_READ ? "READ" : "WRITE", strerror(-ret));
-	ibtrs_clt_put_tag(b->sess, tag);
+	if (tag)
+		ibtrs_clt_put_tag(b->sess, tag);
 	bench_req_done(t, req, 0);
 	return ret;
 }
@@ -716,6 +748,10 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 	}
 	hist_add(&t->hist, lat_ns);
 	bench_pick(t, req);
+	if (t->b->dev) {
+		bench_submit(t, req, NULL, now, true);
+		return;
+	}
 	tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON, IBTRS_TAG_NOWAIT);
 	if (!tag) {
 		bench_req_done(t, req, 0);
@@ -743,6 +779,11 @@ static void *bench_worker(void *arg)
 	int ret;
 
 	while ((req = bench_take_slot(t))) {
+		if (b->dev) {
+			if (bench_submit(t, req, NULL, 0, false))
+				usleep(BENCH_RETRY_US);
+			continue;
+		}
 		tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
 		if (!tag) {
 			ret = errno;
@@ -884,6 +925,11 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 		t->blk_seq = calloc(t->nblks, sizeof(*t->blk_seq));
 		if (!t->blk_seq)
 			return -ENOMEM;
+		/* An export holds data this run did not write: its blocks
+		 * are not checked until the run wrote them. */
+		if (b->dev)
+			for (i = 0; i < t->nblks; i++)
+				t->blk_seq[i] = BLK_UNKNOWN;
 	}
 	/*
 	 * One buffer for all the thread's requests, registered with the
@@ -1162,6 +1208,228 @@ static double bench_tick_p99(struct bench *b, struct hist *h)
 }
 
 /**
+ * struct bench_fv - the final read pass over the blocks an export run wrote
+ * @b: the benchmark
+ * @lock: protects @free, @inflight and the counters
+ * @cond: signalled when a READ completes
+ * @free: free READ slots
+ * @inflight: READs in flight
+ * @checked: blocks read and compared
+ * @bad: of those, blocks with wrong data
+ * @errors: READs that failed
+ */
+struct bench_fv {
+	struct bench *b;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct bench_fv_req *free;
+	unsigned int inflight;
+	uint64_t checked;
+	uint64_t bad;
+	uint64_t errors;
+};
+
+/**
+ * struct bench_fv_req - one READ of the final pass
+ * @fv: the pass
+ * @next: next free slot
+ * @buf: bs bytes
+ * @off: byte offset of the block
+ * @seq: sequence number of its last WRITE
+ */
+struct bench_fv_req {
+	struct bench_fv *fv;
+	struct bench_fv_req *next;
+	unsigned char *buf;
+	uint64_t off;
+	uint64_t seq;
+};
+
+static void bench_fv_done(void *priv, int err)
+{
+	struct bench_fv_req *r = priv;
+	struct bench_fv *fv = r->fv;
+	struct bench *b = fv->b;
+	long bad = -1;
+
+	if (!err)
+		bad = pattern_check(r->buf, b->cfg->bs, r->off, r->seq);
+	if (err)
+		bench_report(b, "final READ at offset %llu failed: %s",
+			     (unsigned long long)r->off, strerror(-err));
+	else if (bad >= 0)
+		bench_report(
+			b,
+			"verify failure: final READ at offset %llu differs at byte %ld from the last write",
+			(unsigned long long)r->off, bad);
+	pthread_mutex_lock(&fv->lock);
+	if (err)
+		fv->errors++;
+	else if (bad >= 0)
+		fv->bad++;
+	else
+		fv->checked++;
+	r->next = fv->free;
+	fv->free = r;
+	fv->inflight--;
+	pthread_cond_broadcast(&fv->cond);
+	pthread_mutex_unlock(&fv->lock);
+}
+
+/**
+ * bench_final_verify() - read back every block the run wrote (--export
+ * --verify)
+ * @b: the benchmark, its submitters joined
+ * @res: gets the blocks checked; failures add to its counters later
+ *       through the threads' (bench_collect())
+ *
+ * Whatever a WRITE stored and the export lost, or a failover wrote twice
+ * over a later write, shows here: each block must hold the pattern of the
+ * last WRITE that succeeded on it.
+ */
+static void bench_final_verify(struct bench *b, struct bench_res *res)
+{
+	uint32_t bs = b->cfg->bs, qd = b->cfg->qd;
+	struct bench_fv_req *reqs;
+	struct bench_fv fv = { .b = b };
+	unsigned char *bufs;
+	unsigned int i;
+	uint64_t blk;
+
+	reqs = calloc(qd, sizeof(*reqs));
+	bufs = malloc((size_t)qd * bs);
+	if (!reqs || !bufs) {
+		free(reqs);
+		free(bufs);
+		tool_err("cannot allocate the final read pass: %s",
+			 strerror(ENOMEM));
+		__atomic_fetch_add(&b->threads[0].errors, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	pthread_mutex_init(&fv.lock, NULL);
+	pthread_cond_init(&fv.cond, NULL);
+	for (i = 0; i < qd; i++) {
+		reqs[i].fv = &fv;
+		reqs[i].buf = bufs + (size_t)i * bs;
+		reqs[i].next = fv.free;
+		fv.free = &reqs[i];
+	}
+	for (i = 0; i < b->nthreads; i++) {
+		struct bench_thread *t = &b->threads[i];
+
+		for (blk = 0; blk < t->nblks; blk++) {
+			struct bench_fv_req *r;
+			struct iovec sg;
+			int ret;
+
+			if (t->blk_seq[blk] == BLK_UNKNOWN)
+				continue;
+			pthread_mutex_lock(&fv.lock);
+			while (!fv.free)
+				pthread_cond_wait(&fv.cond, &fv.lock);
+			r = fv.free;
+			fv.free = r->next;
+			fv.inflight++;
+			pthread_mutex_unlock(&fv.lock);
+			r->off = (t->first_blk + blk) * bs;
+			r->seq = t->blk_seq[blk];
+			memset(r->buf, 0xa5, bs);
+			sg.iov_base = r->buf;
+			sg.iov_len = bs;
+			ret = ibnbd_submit(b->dev, IBNBD_OP_READ, 0, r->off, bs,
+					   &sg, 1, bench_fv_done, r);
+			if (ret)
+				bench_fv_done(r, ret);
+		}
+	}
+	pthread_mutex_lock(&fv.lock);
+	while (fv.inflight)
+		pthread_cond_wait(&fv.cond, &fv.lock);
+	pthread_mutex_unlock(&fv.lock);
+	res->final_verified = fv.checked + fv.bad;
+	/* Counted with the run's: the exit status and the totals see them. */
+	__atomic_fetch_add(&b->threads[0].vfail, fv.bad, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->threads[0].errors, fv.errors, __ATOMIC_RELAXED);
+	pthread_cond_destroy(&fv.cond);
+	pthread_mutex_destroy(&fv.lock);
+	free(bufs);
+	free(reqs);
+}
+
+/**
+ * bench_open_export() - attach ibnbd to the session and open the export
+ * @b: the benchmark, its session open
+ * @res: gets the export's size and block size
+ *
+ * Return: 0, TOOL_EXIT_USAGE for a --bs the export cannot take, or
+ * TOOL_EXIT_FAIL.
+ */
+static int bench_open_export(struct bench *b, struct bench_res *res)
+{
+	const struct bench_cfg *cfg = b->cfg;
+	struct ibnbd_clt_opts o;
+	int err;
+
+	ibnbd_clt_opts_init(&o, sizeof(o));
+	if (cfg->failover_timeout_ms)
+		o.queue_timeout_ms = cfg->failover_timeout_ms;
+	b->clt = ibnbd_clt_attach(b->sess, &o);
+	if (!b->clt) {
+		err = errno;
+		tool_err("cannot start ibnbd on the session: %s%s",
+			 strerror(err),
+			 err == EPROTO || err == EOPNOTSUPP
+				 ? " (does the server serve exports?)"
+				 : "");
+		return TOOL_EXIT_FAIL;
+	}
+	/* A pure read run can use a read-only export. */
+	b->dev = ibnbd_dev_open(b->clt, cfg->export_name,
+				cfg->rw == BENCH_READ ? IBNBD_ACCESS_RO
+						      : IBNBD_ACCESS_RW,
+				&b->geo);
+	if (!b->dev) {
+		err = errno;
+		tool_err("cannot open export '%s': %s", cfg->export_name,
+			 err == ENOENT ? "no such export on the server"
+				       : strerror(err));
+		return TOOL_EXIT_FAIL;
+	}
+	res->export_size = b->geo.size;
+	res->export_lbs = b->geo.logical_block_size;
+	if (cfg->bs % b->geo.logical_block_size ||
+	    cfg->bs > b->geo.max_io_size) {
+		tool_err(
+			"--bs %u does not fit export '%s': a multiple of %u bytes up to %u is needed",
+			cfg->bs, cfg->export_name, b->geo.logical_block_size,
+			b->geo.max_io_size);
+		return TOOL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/**
+ * bench_close_export() - close the export and detach ibnbd, if open
+ * @b: the benchmark
+ */
+static void bench_close_export(struct bench *b)
+{
+	int ret;
+
+	if (b->dev) {
+		ret = ibnbd_dev_close(b->dev);
+		if (ret && !b->cfg->quiet)
+			tool_err("warning: closing export '%s': %s",
+				 b->cfg->export_name, strerror(-ret));
+		b->dev = NULL;
+	}
+	if (b->clt) {
+		ibnbd_clt_detach(b->clt);
+		b->clt = NULL;
+	}
+}
+
+/**
  * bench_run() - run a benchmark
  * @cfg: what to run
  * @res: filled with the result
@@ -1197,7 +1465,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	}
 	nblks = TOOL_TARGET_SIZE / cfg->bs;
 	per_thread = nblks / cfg->threads;
-	if (!per_thread) {
+	if (!per_thread && !cfg->export_name) {
 		tool_err(
 			"--bs %u too large for %u threads on a %llu MiB target",
 			cfg->bs, cfg->threads, TOOL_TARGET_SIZE >> 20);
@@ -1263,6 +1531,27 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		__atomic_store_n(&b.closing, 1, __ATOMIC_RELEASE);
 		ibtrs_clt_close(b.sess);
 		return TOOL_EXIT_USAGE;
+	}
+	if (cfg->export_name) {
+		ret = bench_open_export(&b, res);
+		if (ret)
+			goto out_close;
+		/* The export's size bounds the offsets. */
+		nblks = b.geo.size / cfg->bs;
+		per_thread = nblks / cfg->threads;
+		if (!per_thread) {
+			tool_err(
+				"--bs %u too large for %u threads on export '%s' of %llu bytes",
+				cfg->bs, cfg->threads, cfg->export_name,
+				(unsigned long long)b.geo.size);
+			ret = TOOL_EXIT_USAGE;
+			goto out_close;
+		}
+		qd = cfg->qd / cfg->threads;
+		if (!qd)
+			qd = 1;
+		if (qd > per_thread)
+			qd = (unsigned int)per_thread;
 	}
 
 	ret = TOOL_EXIT_FAIL;
@@ -1347,6 +1636,8 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	for (i = 0; i < started; i++)
 		bench_join(&b.threads[i]);
 	res->time_s = (double)(tool_now_ns() - start) / 1e9;
+	if (b.dev && cfg->verify && started == b.nthreads)
+		bench_final_verify(&b, res);
 	tool_cpu_us(&clt_user1, &clt_sys1);
 	res->clt_user_s = (double)(clt_user1 - clt_user0) / 1e6;
 	res->clt_sys_s = (double)(clt_sys1 - clt_sys0) / 1e6;
@@ -1367,8 +1658,10 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		ret = 0;
 
 out_close:
-	/* Aborts what did not drain; callbacks still see the threads. */
+	/* Aborts what did not drain; callbacks still see the threads. An
+	 * export's close waits for its requests instead. */
 	__atomic_store_n(&b.closing, 1, __ATOMIC_RELEASE);
+	bench_close_export(&b);
 	ibtrs_clt_close(b.sess);
 	if (!ret)
 		bench_collect(&b, res);
@@ -1389,10 +1682,17 @@ void usage_bench(FILE *f)
 		"Usage: %s bench --path ADDR [--path ADDR ...] [OPTIONS]\n"
 		"\n"
 		"Load an \"%s server\" with requests over one session of one or more\n"
-		"paths and report throughput and latency.\n"
+		"paths and report throughput and latency: its memory target, or\n"
+		"with --export one of its ibnbd block devices.\n"
 		"\n"
 		"Options:\n"
 		"  --path ADDR        a path: ip:DST or ip:SRC,ip:DST (up to %d)\n"
+		"  --export NAME      run against the ibnbd export NAME of the server\n"
+		"                     (\"server --export NAME=PATH\"): block requests,\n"
+		"                     offsets within its size; opened read-only\n"
+		"                     with --rw read. --verify then checks only\n"
+		"                     blocks this run wrote, and reads every one of\n"
+		"                     them back at the end\n"
 		"  --port N           server port where a path names none (default %u)\n"
 		"  --rw MODE          read, write or randrw (default randrw)\n"
 		"  --bs BYTES         request size, k/m suffixes (default %u)\n"
@@ -1422,7 +1722,8 @@ void usage_bench(FILE *f)
 		"                     (default -1)\n"
 		"  --failover-timeout MS\n"
 		"                     how long a request of a failed path may wait for a\n"
-		"                     path, 0..%u (default 30000)\n"
+		"                     path, 0..%u (default 30000); with --export also\n"
+		"                     how long a request waits for a path at all\n"
 		"  --json             print the result as one JSON object\n"
 		"  --events           with --json, add the session's event log\n"
 		"  --interval-json    print one JSON line per second on stderr\n"
@@ -1550,6 +1851,19 @@ static void bench_print_json(const struct bench_cfg *cfg,
 	       cfg->busy_poll_us, cfg->busy_poll_adaptive ? "true" : "false");
 	printf(",\"policy\":");
 	tool_json_str(stdout, res->policy);
+	printf(",\"target\":");
+	if (cfg->export_name) {
+		printf("{\"export\":");
+		tool_json_str(stdout, cfg->export_name);
+		printf(",\"size\":%llu,\"logical_block_size\":%u",
+		       (unsigned long long)res->export_size, res->export_lbs);
+		if (cfg->verify)
+			printf(",\"final_verified\":%llu",
+			       (unsigned long long)res->final_verified);
+		printf("}");
+	} else {
+		printf("{\"memory\":true,\"size\":%llu}", TOOL_TARGET_SIZE);
+	}
 	printf(",\"paths\":[");
 	for (i = 0; i < res->path_cnt; i++) {
 		p = &res->paths[i];
@@ -1613,6 +1927,12 @@ static void bench_print_table(const struct bench_cfg *cfg,
 	       TOOL_NAME, bench_rw_str(cfg->rw), cfg->bs, cfg->qd, cfg->threads,
 	       bench_submit_str(cfg->submit), res->policy, res->time_s,
 	       cfg->verify ? " verify" : "");
+	if (cfg->export_name)
+		printf("target: export '%s', %llu bytes, logical block %u\n",
+		       cfg->export_name, (unsigned long long)res->export_size,
+		       res->export_lbs);
+	else
+		printf("target: memory, %llu MiB\n", TOOL_TARGET_SIZE >> 20);
 	printf("%12s %10s %10s %10s %10s %12s %8s %8s\n", "IOPS", "MB/s",
 	       "p50 us", "p99 us", "p99.9 us", "ops", "errors", "vfail");
 	printf("%12.0f %10.2f %10.1f %10.1f %10.1f %12llu %8llu %8llu\n",
@@ -1628,6 +1948,9 @@ static void bench_print_table(const struct bench_cfg *cfg,
 		printf(", %llu reads verified, verify failures: %llu",
 		       (unsigned long long)res->verified,
 		       (unsigned long long)res->verify_failures);
+	if (cfg->verify && cfg->export_name)
+		printf(", %llu written blocks read back at the end",
+		       (unsigned long long)res->final_verified);
 	printf("\nCPU per request: client %.2f us (user %.2f s, sys %.2f s)",
 	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s),
 	       res->clt_user_s, res->clt_sys_s);
@@ -1693,6 +2016,7 @@ enum {
 	OPT_IO_CONS,
 	OPT_BUSY_POLL,
 	OPT_BUSY_POLL_ADAPTIVE,
+	OPT_EXPORT,
 };
 
 /**
@@ -1731,6 +2055,7 @@ int cmd_bench(int argc, char *argv[])
 		{ "failover-timeout", required_argument, NULL,
 		  OPT_FAILOVER_TIMEOUT },
 		{ "events", no_argument, NULL, OPT_EVENTS },
+		{ "export", required_argument, NULL, OPT_EXPORT },
 		{ "interval-json", no_argument, NULL, OPT_INTERVAL_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1888,6 +2213,14 @@ int cmd_bench(int argc, char *argv[])
 			break;
 		case OPT_EVENTS:
 			cfg.events = true;
+			break;
+		case OPT_EXPORT:
+			if (!optarg[0] || strlen(optarg) > IBNBD_NAME_MAX ||
+			    strchr(optarg, '/'))
+				return bench_bad_value(
+					"export", optarg,
+					"an export name of 1..255 bytes without '/'");
+			cfg.export_name = optarg;
 			break;
 		case OPT_INTERVAL_JSON:
 			prog.json = true;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * server.c - "ibtrs server": an IBTRS server with a memory-backed target.
+ * server.c - "ibtrs server": an IBTRS server with a memory-backed target,
+ * and ibnbd block devices (--export) beside it.
  *
  * Every session gets its own TOOL_TARGET_SIZE bytes "disk", a sparse
  * anonymous mapping, so that only the blocks written use memory; or, with a
@@ -11,6 +12,11 @@
  * The server remembers the id of every request it was given (in an idset,
  * up to its memory limit) and counts those it sees again: a request that
  * ran twice, which the at-most-once promise of the library forbids.
+ *
+ * Requests whose user message is ibnbd's (ibnbd_is_request()) go to the
+ * ibnbd server instead, which serves the exported files and block devices;
+ * it exists even without exports, so that an ibnbd client gets a clear
+ * -ENOENT rather than a memory target's -EINVAL.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -25,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ibnbd.h"
 #include "idset.h"
 #include "tool.h"
 
@@ -43,6 +50,11 @@ enum {
 	OPT_SRV_BUSY_POLL,
 	OPT_SRV_BUSY_POLL_ADAPTIVE,
 	OPT_SRV_NULL,
+	OPT_SRV_EXPORT,
+	OPT_SRV_EXPORT_RO,
+	OPT_SRV_EXPORT_DIR,
+	OPT_SRV_EXPORT_DIR_RO,
+	OPT_SRV_DIRECT,
 };
 
 /**
@@ -50,11 +62,13 @@ enum {
  * @mem: TOOL_TARGET_SIZE bytes, zero until written
  * @shared: @mem is the backing file's mapping, not the session's own
  * @name: the session name, for log messages
+ * @nbd: the session's ibnbd state, created by its first ibnbd request
  */
 struct srv_disk {
 	unsigned char *mem;
 	bool shared;
 	char name[NAME_MAX];
+	struct ibnbd_srv_sess *nbd;
 };
 
 /*
@@ -69,6 +83,8 @@ static bool srv_null;
 static uint64_t srv_requests;
 static uint64_t srv_duplicates;
 static struct idset srv_ids = { .lock = PTHREAD_MUTEX_INITIALIZER };
+/* The ibnbd server, NULL when built without liburing. */
+static struct ibnbd_srv *srv_nbd;
 
 /**
  * srv_id_seen() - look a request id up and remember it
@@ -155,7 +171,14 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	uint64_t off, req_id;
 	uint32_t len;
 
-	(void)sess;
+	if (ibnbd_is_request(usr, usrlen)) {
+		if (!disk)
+			return -ENODEV;
+		if (!srv_nbd)
+			return -EOPNOTSUPP;
+		return ibnbd_srv_rdma_ev(srv_nbd, &disk->nbd, sess, id, dir,
+					 data, datalen, usr, usrlen);
+	}
 	memset(&msg, 0, sizeof(msg));
 	memcpy(&msg, usr, usrlen < sizeof(msg) ? usrlen : sizeof(msg));
 	if (usrlen >= TOOL_BLK_MSG_V1_SIZE &&
@@ -251,6 +274,7 @@ static int srv_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
 			fflush(srv_log);
 		}
 		ibtrs_srv_set_sess_priv(sess, NULL);
+		ibnbd_srv_sess_free(disk->nbd);
 		if (!disk->shared)
 			munmap(disk->mem, TOOL_TARGET_SIZE);
 		free(disk);
@@ -294,6 +318,105 @@ out:
 }
 
 /**
+ * srv_nbd_start() - create the ibnbd server and add the exports
+ * @cfg: the configuration
+ * @max_io_size: the ibtrs server's max_io_size
+ *
+ * Without exports a failure leaves the tool without ibnbd, not without
+ * its memory target.
+ * Reports a failure on stderr.
+ *
+ * Return: 0, or -1.
+ */
+static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
+{
+	struct ibnbd_srv_opts o;
+	int ret, *counts;
+	size_t i;
+
+	ibnbd_srv_opts_init(&o, sizeof(o));
+	o.direct = cfg->direct;
+	o.max_io_size = max_io_size;
+	srv_nbd = ibnbd_srv_create(&o);
+	if (!srv_nbd) {
+		ret = errno;
+		/*
+		 * Without exports the memory target serves on: ibnbd requests
+		 * then fail with EOPNOTSUPP (no liburing, or io_uring
+		 * disabled here).
+		 */
+		if (!cfg->nr_exports) {
+			if (ret != EOPNOTSUPP && cfg->log)
+				fprintf(cfg->log,
+					"%sibnbd requests refused: cannot start the ibnbd server: %s\n",
+					srv_log_prefix, strerror(ret));
+			return 0;
+		}
+		if (ret == EOPNOTSUPP)
+			tool_err("cannot export: built without liburing");
+		else
+			tool_err("cannot start the ibnbd server: %s",
+				 strerror(ret));
+		return -1;
+	}
+	/* Logged once all are made: a failure stays one line. */
+	counts = calloc(cfg->nr_exports + 1, sizeof(*counts));
+	if (!counts) {
+		tool_err("out of memory");
+		goto err;
+	}
+	for (i = 0; i < cfg->nr_exports; i++) {
+		const struct tool_export *e = &cfg->exports[i];
+
+		if (!e->name) {
+			ret = ibnbd_srv_add_export_dir(srv_nbd, e->path,
+						       e->readonly);
+			if (ret < 0) {
+				tool_err(
+					"cannot export directory '%s': %s",
+					e->path,
+					ret == -EEXIST
+						? "a file name is exported already"
+						: strerror(-ret));
+				goto err;
+			}
+			counts[i] = ret;
+			continue;
+		}
+		ret = ibnbd_srv_add_export(srv_nbd, e->name, e->path,
+					   e->readonly);
+		if (ret) {
+			tool_err("cannot export '%s' (%s): %s", e->name,
+				 e->path,
+				 ret == -EEXIST ? "the name is exported already"
+				 : ret == -EINVAL
+					 ? "not a regular file or block device"
+					 : strerror(-ret));
+			goto err;
+		}
+	}
+	for (i = 0; cfg->log && i < cfg->nr_exports; i++) {
+		const struct tool_export *e = &cfg->exports[i];
+		const char *mode = e->readonly ? "read-only" : "read-write";
+
+		if (e->name)
+			fprintf(cfg->log, "%sexporting '%s' (%s, %s)\n",
+				srv_log_prefix, e->name, e->path, mode);
+		else
+			fprintf(cfg->log,
+				"%sexporting %d file(s) of '%s' (%s)\n",
+				srv_log_prefix, counts[i], e->path, mode);
+	}
+	free(counts);
+	return 0;
+err:
+	free(counts);
+	ibnbd_srv_destroy(srv_nbd);
+	srv_nbd = NULL;
+	return -1;
+}
+
+/**
  * tool_srv_start() - open a server with the memory target
  * @cfg: the configuration
  *
@@ -332,6 +455,10 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	opts.rdma_ev = srv_rdma_ev;
 	opts.link_ev = srv_link_ev;
 
+	if (srv_nbd_start(cfg, opts.max_io_size)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (cfg->backing_file) {
 		srv_backing = srv_backing_open(cfg->backing_file);
 		if (srv_backing == MAP_FAILED) {
@@ -339,6 +466,8 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 			srv_backing = NULL;
 			tool_err("cannot use the backing file '%s': %s",
 				 cfg->backing_file, strerror(err));
+			ibnbd_srv_destroy(srv_nbd);
+			srv_nbd = NULL;
 			errno = err;
 			return NULL;
 		}
@@ -359,6 +488,8 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 		if (srv_backing)
 			munmap(srv_backing, TOOL_TARGET_SIZE);
 		srv_backing = NULL;
+		ibnbd_srv_destroy(srv_nbd);
+		srv_nbd = NULL;
 		errno = err;
 	}
 	return ctx;
@@ -386,10 +517,84 @@ void tool_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct tool_srv_stats *st)
 void tool_srv_stop(struct ibtrs_srv_ctx *ctx)
 {
 	ibtrs_srv_close(ctx);
+	/* Every session is gone, and its ibnbd state with it. */
+	ibnbd_srv_destroy(srv_nbd);
+	srv_nbd = NULL;
 	if (srv_backing)
 		munmap(srv_backing, TOOL_TARGET_SIZE);
 	srv_backing = NULL;
 	idset_free(&srv_ids);
+}
+
+/**
+ * srv_name_ok() - whether @name is a valid ibnbd export name
+ * @name: the name
+ * @len: its length
+ *
+ * The rule of the protocol: 1..IBNBD_NAME_MAX printable bytes, no '/' and
+ * no space, neither "." nor "..".
+ *
+ * Return: true when valid.
+ */
+static bool srv_name_ok(const char *name, size_t len)
+{
+	size_t i;
+
+	if (!len || len > IBNBD_NAME_MAX || !strncmp(name, ".", len) ||
+	    !strncmp(name, "..", len))
+		return false;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)name[i] <= 0x20 ||
+		    (unsigned char)name[i] >= 0x7f || name[i] == '/')
+			return false;
+	return true;
+}
+
+/**
+ * srv_parse_export() - parse the argument of --export or --export-ro
+ * @arg: "NAME=PATH" (PATH may contain '='; NAME may not)
+ * @opt: the option, for messages
+ * @readonly: read-only export
+ * @exports: the exports so far
+ * @nr: entries of @exports, incremented
+ *
+ * Return: 0, or TOOL_EXIT_USAGE after a message.
+ */
+static int srv_parse_export(char *arg, const char *opt, bool readonly,
+			    struct tool_export *exports, size_t *nr)
+{
+	char *eq = strchr(arg, '=');
+	size_t i;
+
+	if (!eq) {
+		tool_err("invalid %s '%s': expected NAME=PATH", opt, arg);
+		return TOOL_EXIT_USAGE;
+	}
+	if (!srv_name_ok(arg, (size_t)(eq - arg))) {
+		tool_err(
+			"invalid %s '%s': bad export name '%.*s' (1..%d printable characters, no '/', not '.' or '..')",
+			opt, arg, (int)(eq - arg), arg, IBNBD_NAME_MAX);
+		return TOOL_EXIT_USAGE;
+	}
+	if (!eq[1]) {
+		tool_err("invalid %s '%s': expected a path after '='", opt,
+			 arg);
+		return TOOL_EXIT_USAGE;
+	}
+	*eq = '\0';
+	for (i = 0; i < *nr; i++) {
+		if (exports[i].name && !strcmp(exports[i].name, arg)) {
+			tool_err(
+				"invalid %s '%s=%s': the name '%s' is exported twice",
+				opt, arg, eq + 1, arg);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	exports[*nr].name = arg;
+	exports[*nr].path = eq + 1;
+	exports[*nr].readonly = readonly;
+	(*nr)++;
+	return 0;
 }
 
 /**
@@ -476,8 +681,18 @@ void usage_server(FILE *f)
 		"                           together than US, closed while further apart\n"
 		"      --stats-file PATH    write the counters as JSON to PATH every\n"
 		"                           %u ms and at exit (atomically)\n"
+		"      --export NAME=PATH   serve the regular file or block device PATH\n"
+		"                           as ibnbd device NAME (repeatable)\n"
+		"      --export-ro NAME=PATH  the same, read only\n"
+		"      --export-dir DIR     export every regular file and block device\n"
+		"                           of DIR by its file name (repeatable)\n"
+		"      --export-dir-ro DIR  the same, read only\n"
+		"      --direct             open the exports with O_DIRECT\n"
 		"  -q, --quiet              do not log connects and disconnects\n"
 		"  -h, --help               show this help\n"
+		"\n"
+		"ibnbd requests (ibtrs bench --export, the nbdkit plugin) reach the\n"
+		"exports; any other request reaches the memory target.\n"
 		"\n"
 		"Prints \"listening on port N\" on stdout when ready; stops on SIGINT\n"
 		"or SIGTERM.\n",
@@ -487,6 +702,9 @@ void usage_server(FILE *f)
 		SRV_MAX_TIMEOUT_MS, TOOL_TARGET_SIZE >> 20,
 		SRV_STATS_INTERVAL_MS);
 }
+
+static int srv_main(int argc, char *argv[], const struct option *longopts,
+		    struct tool_export *exports, size_t *nr_exports);
 
 /**
  * cmd_server() - "ibtrs server"
@@ -512,10 +730,44 @@ int cmd_server(int argc, char *argv[])
 		{ "busy-poll-adaptive", no_argument, NULL,
 		  OPT_SRV_BUSY_POLL_ADAPTIVE },
 		{ "null", no_argument, NULL, OPT_SRV_NULL },
+		{ "export", required_argument, NULL, OPT_SRV_EXPORT },
+		{ "export-ro", required_argument, NULL, OPT_SRV_EXPORT_RO },
+		{ "export-dir", required_argument, NULL, OPT_SRV_EXPORT_DIR },
+		{ "export-dir-ro", required_argument, NULL,
+		  OPT_SRV_EXPORT_DIR_RO },
+		{ "direct", no_argument, NULL, OPT_SRV_DIRECT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct tool_export *exports;
+	size_t nr_exports = 0;
+	int ret;
+
+	/* One export per argument at most. */
+	exports = calloc((size_t)argc + 1, sizeof(*exports));
+	if (!exports) {
+		tool_err("out of memory");
+		return TOOL_EXIT_FAIL;
+	}
+	ret = srv_main(argc, argv, longopts, exports, &nr_exports);
+	free(exports);
+	return ret;
+}
+
+/**
+ * srv_main() - "ibtrs server" after its export table is allocated
+ * @argc: argument count, argv[0] is "server"
+ * @argv: arguments
+ * @longopts: the options
+ * @exports: room for one export per argument
+ * @nr_exports: set to the exports parsed
+ *
+ * Return: exit status.
+ */
+static int srv_main(int argc, char *argv[], const struct option *longopts,
+		    struct tool_export *exports, size_t *nr_exports)
+{
 	struct sockaddr_storage listen_ss;
 	struct tool_srv_cfg cfg = { .port = IBTRS_DEFAULT_PORT,
 				    .grace_ms = -1 };
@@ -531,6 +783,34 @@ int cmd_server(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, ":p:l:d:m:qh", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
+		case OPT_SRV_EXPORT:
+		case OPT_SRV_EXPORT_RO:
+			ret = srv_parse_export(optarg,
+					       c == OPT_SRV_EXPORT
+						       ? "--export"
+						       : "--export-ro",
+					       c == OPT_SRV_EXPORT_RO, exports,
+					       nr_exports);
+			if (ret)
+				return ret;
+			break;
+		case OPT_SRV_EXPORT_DIR:
+		case OPT_SRV_EXPORT_DIR_RO:
+			if (!optarg[0]) {
+				tool_err("invalid %s '': expected a directory",
+					 c == OPT_SRV_EXPORT_DIR
+						 ? "--export-dir"
+						 : "--export-dir-ro");
+				return TOOL_EXIT_USAGE;
+			}
+			exports[*nr_exports].path = optarg;
+			exports[*nr_exports].readonly = c ==
+							OPT_SRV_EXPORT_DIR_RO;
+			(*nr_exports)++;
+			break;
+		case OPT_SRV_DIRECT:
+			cfg.direct = true;
+			break;
 		case 'p':
 			if (tool_parse_uint(optarg, 0, 65535, &v)) {
 				tool_err(
@@ -663,6 +943,8 @@ int cmd_server(int argc, char *argv[])
 	}
 	cfg.log = quiet ? NULL : stderr;
 	cfg.log_prefix = TOOL_NAME ": ";
+	cfg.exports = exports;
+	cfg.nr_exports = *nr_exports;
 
 	ctx = tool_srv_start(&cfg);
 	if (!ctx)

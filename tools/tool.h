@@ -110,6 +110,18 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
  */
 
 /**
+ * struct tool_export - one --export, --export-ro or --export-dir
+ * @name: the export name (NULL for a directory)
+ * @path: the file, block device or directory
+ * @readonly: read-only export(s)
+ */
+struct tool_export {
+	const char *name;
+	const char *path;
+	bool readonly;
+};
+
+/**
  * struct tool_srv_cfg - configuration of the built-in memory target server
  * @port: TCP port, 0 for any free one
  * @listen_addr: address to listen on, NULL for every address
@@ -126,6 +138,9 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
  *                      struct ibtrs_srv_opts)
  * @null_target: no target: data is neither stored nor read, request ids
  *               are not kept
+ * @exports: ibnbd exports (block devices served beside the memory target)
+ * @nr_exports: entries of @exports
+ * @direct: open the exports with O_DIRECT
  * @log: stream for connect/disconnect messages, NULL for none
  * @log_prefix: prefix of those messages
  */
@@ -142,6 +157,9 @@ struct tool_srv_cfg {
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
 	bool null_target;
+	const struct tool_export *exports;
+	size_t nr_exports;
+	bool direct;
 	FILE *log;
 	const char *log_prefix;
 };
@@ -245,6 +263,9 @@ enum bench_submit {
  * @busy_poll_adaptive: the window of @busy_poll_us adapts (see
  *                      struct ibtrs_clt_opts)
  * @events: fill the result's event log
+ * @export_name: run against this ibnbd export of the server (a block
+ *               device, ibnbd_submit()) instead of the memory target;
+ *               NULL for the memory target
  * @progress: called once per second from the calling thread, or NULL
  * @progress_arg: passed to @progress
  */
@@ -271,6 +292,7 @@ struct bench_cfg {
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
 	bool events;
+	const char *export_name;
 	bench_progress_fn *progress;
 	void *progress_arg;
 };
@@ -311,6 +333,11 @@ struct bench_path_res {
  *           @srv_sys_s are valid
  * @srv_user_s, @srv_sys_s: CPU time of the server process during the run
  * @policy: the session's multipath policy at the end, as text
+ * @export_size: with cfg->export_name, the export's size in bytes
+ * @export_lbs: its logical block size
+ * @final_verified: with cfg->export_name and cfg->verify, blocks read back
+ *                  and checked after the run: every block the run wrote
+ *                  whose last WRITE succeeded
  * @path_cnt: number of valid @paths entries
  * @paths: per-path counters
  * @event_cnt: number of valid @events entries (cfg->events only)
@@ -340,6 +367,9 @@ struct bench_res {
 	double srv_user_s;
 	double srv_sys_s;
 	char policy[32];
+	uint64_t export_size;
+	uint32_t export_lbs;
+	uint64_t final_verified;
 	size_t path_cnt;
 	struct bench_path_res paths[IBTRS_MAX_PATHS];
 	size_t event_cnt;

@@ -379,6 +379,13 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
  * Send the answer for @chunk on @con, which the caller holds a reference
  * on; the reference goes with the answer. A READ answer carries the chunk's
  * data, so the chunk stays referenced until it has left.
+ *
+ * Lazy: an answer from a thread other than the loop's (an application's
+ * completion thread) is sent by the loop thread, gathered with the others
+ * into one system call; the thread that answers makes none. The chunk is
+ * then read by the thread that writes the client's next request into it,
+ * which is also what TSan can follow (it records sendmsg's reads after
+ * the call, when the peer may already have answered).
  */
 static void send_rsp(struct srv_con *con, uint32_t chunk, int dir,
 		     uint32_t data_len, const struct ibtrs_desc *desc, int err)
@@ -394,11 +401,13 @@ static void send_rsp(struct srv_con *con, uint32_t chunk, int dir,
 		iov.iov_len = data_len;
 		if (ops->post_write(con->xcon, &iov, 1, desc->addr, desc->key,
 				    imm, 0,
-				    IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED))
+				    IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED |
+					    IBTRS_XPRT_LAZY))
 			con_put(con);
 		return;
 	}
-	ops->post_write(con->xcon, NULL, 0, 0, 0, imm, 0, IBTRS_XPRT_IMM);
+	ops->post_write(con->xcon, NULL, 0, 0, 0, imm, 0,
+			IBTRS_XPRT_IMM | IBTRS_XPRT_LAZY);
 	con_put(con);
 }
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The nbdkit plugin's parameters: --help lists them all; each bad one, a
+# server that is not there, an unknown export and a second rw open of an
+# export (the server's one-rw-open rule) give a clear error and a failing
+# nbdkit; the good ones are accepted and serve.
+. "$(dirname "$0")/lib.bash"
+
+need_plugin
+need nbdinfo timeout
+
+"${NBDKIT_ENV[@]}" nbdkit "$PLUGIN" --help >"$TMP/help" 2>&1 || fail "nbdkit --help: exit $?"
+for p in path= export= port= sessname= readonly= policy= reconnect-delay= \
+	hb-timeout= queue-timeout= transport= failover-timeout= \
+	connect-timeout= io-cons= max-reconnect-attempts=; do
+	grep -q "^$p" "$TMP/help" || fail "--help does not list $p"
+done
+echo "--help lists every parameter"
+
+# bad EXPECTED_MESSAGE ARGS...: nbdkit fails, and says EXPECTED_MESSAGE.
+bad() {
+	local want=$1 rc
+	shift
+	rm -f "$TMP/bad.sock"
+	local limit=60
+	[ -n "$san" ] && limit=20
+	timeout -k 1 "$limit" "${NBDKIT_ENV[@]}" nbdkit -f \
+		-U "$TMP/bad.sock" "$PLUGIN" "$@" >"$TMP/bad.out" 2>&1 </dev/null
+	rc=$?
+	# Under a sanitizer runtime nbdkit may hang in exit() (lib.bash).
+	[ -n "$san" ] && [ "$rc" -ge 124 ] && grep -q 'error:' "$TMP/bad.out" &&
+		rc=1
+	[ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] ||
+		fail "nbdkit $*: exit $rc, expected a failure"
+	grep -q -- "$want" "$TMP/bad.out" || {
+		cat "$TMP/bad.out"
+		fail "nbdkit $*: no '$want' in the error"
+	}
+	echo "nbdkit ${*}: $(grep -m1 -- "$want" "$TMP/bad.out")"
+}
+bad "no path= given" export=disk
+bad "no export= given" path=ip:127.0.0.1
+bad "path=ip::: malformed address" path=ip:: export=disk
+bad "path=nonsense: malformed" path=nonsense export=disk
+bad "policy=fastest: expected round-robin" path=ip:127.0.0.1 export=disk \
+	policy=fastest
+bad "transport=udp: expected tcp or ofi" path=ip:127.0.0.1 export=disk \
+	transport=udp
+bad "hb-timeout=50: at least 100 ms" path=ip:127.0.0.1 export=disk \
+	hb-timeout=50
+bad "io-cons=9: must be 1..8" path=ip:127.0.0.1 export=disk io-cons=9
+bad "port=0: must be 1..65535" path=ip:127.0.0.1 export=disk port=0
+bad "port" path=ip:127.0.0.1 export=disk port=70000
+bad "queue-timeout" path=ip:127.0.0.1 export=disk queue-timeout=soon
+bad "readonly" path=ip:127.0.0.1 export=disk readonly=maybe
+bad "export=a/b: an export name" path=ip:127.0.0.1 export=a/b
+bad "sessname=x/y: a session name" path=ip:127.0.0.1 export=disk \
+	sessname=x/y
+bad "unknown parameter 'colour'" path=ip:127.0.0.1 export=disk colour=red
+args=()
+for i in $(seq 17); do args+=("path=ip:127.0.0.$i"); done
+bad "at most 16 paths" "${args[@]}" export=disk
+
+truncate -s 16M "$TMP/disk.img"
+truncate -s 16M "$TMP/ro.img"
+start_server srv --export "disk=$TMP/disk.img" --export-ro "ro=$TMP/ro.img"
+bad "no such export" path=ip:127.0.0.1 port="$SRV_PORT" export=nothere
+bad "ibtrs session" path=ip:127.0.0.1 port=1 export=disk \
+	connect-timeout=1000
+
+# Every parameter at once, the magic key (a bare path) included.
+start_nbdkit all "$TMP/all.sock" ip:127.0.0.1 path=ip:127.0.0.2 \
+	port="$SRV_PORT" export=disk sessname=params-test policy=round-robin \
+	reconnect-delay=1 max-reconnect-attempts=-1 hb-timeout=2000 \
+	connect-timeout=3000 failover-timeout=20000 queue-timeout=5000 \
+	io-cons=2 transport=tcp
+[ "$(nbdinfo --size "$(uri "$TMP/all.sock")")" -eq $((16 << 20)) ] ||
+	fail "wrong size"
+grep -q 'session params-test: 2 path' "$TMP/all.log" ||
+	fail "sessname= or the paths were not used"
+# The one-rw-open rule: a second plugin asking rw is refused, clearly.
+bad "another client has it open read-write" path=ip:127.0.0.1 \
+	port="$SRV_PORT" export=disk
+stop_nbdkit all "$NBDKIT_PID"
+echo "all parameters accepted; a second rw open is refused"
+
+# A read-only export: rw is refused with a hint, readonly=true serves.
+bad "readonly=true or -r" path=ip:127.0.0.1 port="$SRV_PORT" export=ro
+start_nbdkit ro "$TMP/ro.sock" path=ip:127.0.0.1 port="$SRV_PORT" \
+	export=ro readonly=1
+nbdinfo --json "$(uri "$TMP/ro.sock")" | grep -q '"is_read_only": true' ||
+	fail "readonly=1 is not read only"
+stop_nbdkit ro "$NBDKIT_PID"
+echo "PASS"

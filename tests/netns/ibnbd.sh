@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# ibnbd over two paths in network namespaces while links fail.
+#
+# A client namespace and a server namespace joined by two veth pairs, one
+# per path. `ibtrs server --export disk=FILE` serves a file; `ibtrs bench
+# --export disk --verify` runs random 4 KiB reads and writes over both
+# paths while
+#   link: one path's link goes down and comes back up;
+#   nopath: both links go down for two seconds (no path at all: requests
+#           wait for a path instead of failing) and come back.
+# Each run must end with zero failed, zero lost and zero wrong reads, and
+# its final pass must read back every block it wrote with the pattern of
+# its last WRITE: data a WRITE acknowledged and the file lost, or an old
+# WRITE replayed over a newer one, fails it. The scenario's path must have
+# reconnected.
+#
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir. Exit 77 without root
+# or network namespaces. Only addresses inside the namespaces made here are
+# used; everything made is removed on exit.
+set -u
+tool=$1
+tag=$$
+C=ibnbd-c-$tag
+S=ibnbd-s-$tag
+tmp=$(mktemp -d /tmp/ibnbd-netns.XXXXXX)
+srv_pid=
+bench_pid=
+port=
+failed=0
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+cleanup() {
+	[ -n "$bench_pid" ] && kill -9 "$bench_pid" 2>/dev/null
+	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
+	ip netns pids "$C" 2>/dev/null | xargs -r kill -9 2>/dev/null
+	ip netns pids "$S" 2>/dev/null | xargs -r kill -9 2>/dev/null
+	ip netns del "$C" 2>/dev/null
+	ip netns del "$S" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" -eq 0 ] || skip "needs root"
+command -v ip >/dev/null || skip "needs iproute2"
+command -v python3 >/dev/null || skip "needs python3"
+ip netns add "$C" 2>/dev/null || skip "cannot create network namespaces"
+ip netns add "$S" || skip "cannot create network namespaces"
+
+for i in 0 1; do
+	ip link add "nc$i-$tag" type veth peer name "ns$i-$tag" ||
+		skip "cannot create veth pairs"
+	ip link set "nc$i-$tag" netns "$C"
+	ip link set "ns$i-$tag" netns "$S"
+	ip -n "$C" addr add "10.250.$((i + 10)).1/24" dev "nc$i-$tag"
+	ip -n "$S" addr add "10.250.$((i + 10)).2/24" dev "ns$i-$tag"
+	ip -n "$C" link set "nc$i-$tag" up
+	ip -n "$S" link set "ns$i-$tag" up
+done
+ip -n "$C" link set lo up
+ip -n "$S" link set lo up
+
+now() { date +%s.%N; }
+
+# start_server: export $tmp/disk.img as "disk" on a port the OS picks.
+start_server() {
+	truncate -s 64M "$tmp/disk.img"
+	ip netns exec "$S" "$tool" server --port 0 --hb-timeout 1000 \
+		--export "disk=$tmp/disk.img" >"$tmp/srv.out" 2>&1 &
+	srv_pid=$!
+	for _ in $(seq 200); do
+		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' \
+			"$tmp/srv.out" 2>/dev/null | head -n1)
+		[ -n "$port" ] && return 0
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "server did not start"; cat "$tmp/srv.out"
+	return 1
+}
+
+stop_server() {
+	[ -n "$srv_pid" ] || return 0
+	kill -TERM "$srv_pid" 2>/dev/null
+	for _ in $(seq 100); do
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -9 "$srv_pid" 2>/dev/null
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+}
+
+# run_bench NAME SECONDS: bench in the client namespace, in the background.
+run_bench() {
+	ip netns exec "$C" "$tool" bench --path ip:10.250.10.2 \
+		--path ip:10.250.11.2 --port "$port" --export disk \
+		--rw randrw --bs 4k --qd 32 --threads 2 --time "$2" --verify \
+		--json --hb-timeout 1000 --reconnect-delay 0 --quiet \
+		>"$tmp/$1.json" 2>"$tmp/$1.err" &
+	bench_pid=$!
+}
+
+# check NAME RC PATHS: the verdict of one run; PATHS lists the indexes of
+# the paths that failed and must have reconnected.
+check() {
+	python3 - "$tmp/$1.json" "$tmp/$1.err" "$1" "$2" "$3" <<'EOF'
+import json, sys
+out, err, name, rc, paths = sys.argv[1:]
+ok = True
+def fail(msg):
+    global ok
+    ok = False
+    print(f"FAIL {name}: {msg}")
+try:
+    d = json.load(open(out))
+except Exception as e:
+    print(f"FAIL {name}: no JSON from bench ({e})")
+    print(open(err).read()[-2000:])
+    sys.exit(1)
+if rc != "0":
+    fail(f"bench exit status {rc}")
+for k in ("errors", "verify_failures", "lost"):
+    if d.get(k) != 0:
+        fail(f"{k} = {d.get(k)}")
+if d.get("write_ops", 0) <= 0 or d.get("read_ops", 0) <= 0:
+    fail("no reads or no writes")
+t = d.get("target", {})
+if t.get("export") != "disk" or t.get("size") != 64 << 20:
+    fail(f"wrong target {t}")
+if t.get("final_verified", 0) <= 0:
+    fail("the final pass read back nothing")
+for i in (int(p) for p in paths.split(",")):
+    p = d["paths"][i]
+    if p["reconnects"] < 1:
+        fail(f"path {i} did not reconnect: {p}")
+    if p["state"] != "connected":
+        fail(f"path {i} ends {p['state']}")
+print(f"{name}: {d['ops']} ops ({d['read_ops']} reads, {d['write_ops']} "
+      f"writes), {t.get('final_verified')} blocks read back at the end, "
+      f"longest I/O gap "
+      f"{d['max_gap_ms']:.0f} ms, failovers "
+      f"{[p['failovers'] for p in d['paths']]}")
+if not ok:
+    print(open(err).read()[-2000:])
+sys.exit(0 if ok else 1)
+EOF
+	[ $? -eq 0 ] || failed=$((failed + 1))
+}
+
+# scenario_link: path 1's link goes down for 2.5 s during a 9 s run.
+scenario_link() {
+	start_server || return 1
+	run_bench link 9
+	sleep 2.5
+	ip -n "$C" link set "nc1-$tag" down
+	sleep 2.5
+	ip -n "$C" link set "nc1-$tag" up
+	wait "$bench_pid"
+	local rc=$?
+	bench_pid=
+	stop_server
+	check link "$rc" 1
+}
+
+# scenario_nopath: both links down for 2 s: no path at all.
+scenario_nopath() {
+	start_server || return 1
+	run_bench nopath 9
+	sleep 2.5
+	ip -n "$C" link set "nc0-$tag" down
+	ip -n "$C" link set "nc1-$tag" down
+	sleep 2
+	ip -n "$C" link set "nc0-$tag" up
+	ip -n "$C" link set "nc1-$tag" up
+	wait "$bench_pid"
+	local rc=$?
+	bench_pid=
+	stop_server
+	check nopath "$rc" 0,1
+}
+
+scenario_link || failed=$((failed + 1))
+scenario_nopath || failed=$((failed + 1))
+[ "$failed" -eq 0 ] || { echo "FAIL: $failed scenario(s)"; exit 1; }
+echo "PASS"
+exit 0
