@@ -22,4 +22,4 @@ ibtrs_need_pkgs() {
 }
 
 IBTRS_BUILD_PKGS=(gcc make cmake pkg-config libc6-dev liburing-dev)
-IBTRS_TEST_PKGS=(python3 iproute2 nftables clang-format groff-base man-db g++ libfabric-dev nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils fio fuse3 clang libclang-rt-14-dev)
+IBTRS_TEST_PKGS=(python3 iproute2 nftables clang-format groff-base man-db g++ libfabric-dev nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils fio fuse3 python3-libnbd e2fsprogs util-linux mount clang libclang-rt-14-dev)
