@@ -560,10 +560,10 @@ static bool srv_name_ok(const char *name, size_t len)
  *
  * Return: 0, or TOOL_EXIT_USAGE after a message.
  */
-static int srv_parse_export(char *arg, const char *opt, bool readonly,
+static int srv_parse_export(const char *arg, const char *opt, bool readonly,
 			    struct tool_export *exports, size_t *nr)
 {
-	char *eq = strchr(arg, '=');
+	const char *eq = strchr(arg, '=');
 	size_t i;
 
 	if (!eq) {
@@ -581,16 +581,18 @@ static int srv_parse_export(char *arg, const char *opt, bool readonly,
 			 arg);
 		return TOOL_EXIT_USAGE;
 	}
-	*eq = '\0';
+	memcpy(exports[*nr].name_buf, arg, (size_t)(eq - arg));
+	exports[*nr].name_buf[eq - arg] = '\0';
 	for (i = 0; i < *nr; i++) {
-		if (exports[i].name && !strcmp(exports[i].name, arg)) {
+		if (exports[i].name &&
+		    !strcmp(exports[i].name, exports[*nr].name_buf)) {
 			tool_err(
-				"invalid %s '%s=%s': the name '%s' is exported twice",
-				opt, arg, eq + 1, arg);
+				"invalid %s '%s': the name '%s' is exported twice",
+				opt, arg, exports[*nr].name_buf);
 			return TOOL_EXIT_USAGE;
 		}
 	}
-	exports[*nr].name = arg;
+	exports[*nr].name = exports[*nr].name_buf;
 	exports[*nr].path = eq + 1;
 	exports[*nr].readonly = readonly;
 	(*nr)++;

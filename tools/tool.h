@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "ibnbd.h"
 #include "ibtrs.h"
 
 #define TOOL_NAME "ibtrs"
@@ -111,14 +112,17 @@ int tool_signal_wait(int timeout_ms, pid_t *from);
 
 /**
  * struct tool_export - one --export, --export-ro or --export-dir
- * @name: the export name (NULL for a directory)
+ * @name: the export name (NULL for a directory); points to @name_buf
  * @path: the file, block device or directory
  * @readonly: read-only export(s)
+ * @name_buf: the name, copied out of "NAME=PATH" so that the command line
+ *            stays as the user wrote it (ps shows it)
  */
 struct tool_export {
 	const char *name;
 	const char *path;
 	bool readonly;
+	char name_buf[IBNBD_NAME_MAX + 1];
 };
 
 /**
