@@ -122,6 +122,32 @@ else
 	warn "nm is missing: exported symbols not checked"
 fi
 
+# --- the block layer: libibnbd and the nbdkit plugin ---------------------
+
+[ -f "$prefix/include/ibnbd.h" ] || bad "include/ibnbd.h is not installed"
+cmp -s "$prefix/include/ibnbd.h" "$SRC/include/ibnbd.h" ||
+	bad "the installed ibnbd.h differs from include/ibnbd.h"
+compgen -G "$libdir/libibnbd.so.*" >/dev/null ||
+	bad "no libibnbd.so.* in $libdir"
+[ -f "$pkgdir/libibnbd.pc" ] || bad "libibnbd.pc is not installed in $pkgdir"
+PKG_CONFIG_PATH=$pkgdir pkg-config --exists libibnbd ||
+	bad "pkg-config does not find libibnbd (or its libibtrs) in $pkgdir"
+if grep -q '^NBDKIT_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+	plugin=$(find "$prefix" -name nbdkit-ibtrs-plugin.so -path '*/nbdkit/plugins/*' | head -n 1)
+	if [ -z "$plugin" ]; then
+		bad "nbdkit-ibtrs-plugin.so is not installed under */nbdkit/plugins"
+	elif command -v nbdkit >/dev/null; then
+		# The plugin finds libibnbd and libibtrs beside it, by its
+		# RPATH, with no LD_LIBRARY_PATH.
+		(unset LD_LIBRARY_PATH
+		run_bounded 30 nbdkit --dump-plugin "$plugin") \
+			>"$TMP/dump.out" 2>&1 ||
+			bad "nbdkit cannot load the installed plugin: $(head -n 3 "$TMP/dump.out")"
+		grep -qx 'name=ibtrs' "$TMP/dump.out" ||
+			bad "the installed plugin does not say name=ibtrs"
+	fi
+fi
+
 # --- pkg-config and an application built against the tree ----------------
 
 pc() {
