@@ -14,9 +14,7 @@
 # used; everything made is removed on exit.
 set -u
 tool=$1
-tag=$$
-C=ibtrs-c-$tag
-S=ibtrs-s-$tag
+. "$2/scripts/netns.bash"
 # A fixed port: the server namespace is made here, nothing else listens in
 # it, and a restarted server must come back on the same port.
 port=7000
@@ -31,10 +29,7 @@ skip() {
 
 cleanup() {
 	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
-	ip netns pids "$C" 2>/dev/null | xargs -r kill -9 2>/dev/null
-	ip netns pids "$S" 2>/dev/null | xargs -r kill -9 2>/dev/null
-	ip netns del "$C" 2>/dev/null
-	ip netns del "$S" 2>/dev/null
+	netns_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -42,21 +37,13 @@ trap cleanup EXIT
 [ "$(id -u)" -eq 0 ] || skip "needs root"
 command -v ip >/dev/null || skip "needs iproute2"
 command -v python3 >/dev/null || skip "needs python3"
-ip netns add "$C" 2>/dev/null || skip "cannot create network namespaces"
-ip netns add "$S" || skip "cannot create network namespaces"
-
-for i in 0 1; do
-	ip link add "ic$i-$tag" type veth peer name "is$i-$tag" ||
-		skip "cannot create veth pairs"
-	ip link set "ic$i-$tag" netns "$C"
-	ip link set "is$i-$tag" netns "$S"
-	ip -n "$C" addr add "10.250.$i.1/24" dev "ic$i-$tag"
-	ip -n "$S" addr add "10.250.$i.2/24" dev "is$i-$tag"
-	ip -n "$C" link set "ic$i-$tag" up
-	ip -n "$S" link set "is$i-$tag" up
-done
-ip -n "$C" link set lo up
-ip -n "$S" link set lo up
+netns_setup ibtrs i 0 2 || {
+	[ $? -eq 1 ] && skip "$NETNS_ERR"
+	echo "FAIL: $NETNS_ERR"
+	exit 1
+}
+C=$NETNS_C
+S=$NETNS_S
 
 now() { date +%s.%N; }
 
@@ -206,9 +193,9 @@ scenario_link() {
 	run_bench link 60
 	wait_load link
 	local t=$(now)
-	ip -n "$C" link set "ic1-$tag" down
+	netns_link 1 down
 	sleep 3
-	ip -n "$C" link set "ic1-$tag" up
+	netns_link 1 up
 	end_bench link
 	stop_server
 	check link "$t" "$rc" "$restored"

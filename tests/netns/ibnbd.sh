@@ -19,9 +19,7 @@
 # used; everything made is removed on exit.
 set -u
 tool=$1
-tag=$$
-C=ibnbd-c-$tag
-S=ibnbd-s-$tag
+. "$2/scripts/netns.bash"
 tmp=$(mktemp -d /tmp/ibnbd-netns.XXXXXX)
 srv_pid=
 bench_pid=
@@ -36,10 +34,7 @@ skip() {
 cleanup() {
 	[ -n "$bench_pid" ] && kill -9 "$bench_pid" 2>/dev/null
 	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
-	ip netns pids "$C" 2>/dev/null | xargs -r kill -9 2>/dev/null
-	ip netns pids "$S" 2>/dev/null | xargs -r kill -9 2>/dev/null
-	ip netns del "$C" 2>/dev/null
-	ip netns del "$S" 2>/dev/null
+	netns_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -47,21 +42,13 @@ trap cleanup EXIT
 [ "$(id -u)" -eq 0 ] || skip "needs root"
 command -v ip >/dev/null || skip "needs iproute2"
 command -v python3 >/dev/null || skip "needs python3"
-ip netns add "$C" 2>/dev/null || skip "cannot create network namespaces"
-ip netns add "$S" || skip "cannot create network namespaces"
-
-for i in 0 1; do
-	ip link add "nc$i-$tag" type veth peer name "ns$i-$tag" ||
-		skip "cannot create veth pairs"
-	ip link set "nc$i-$tag" netns "$C"
-	ip link set "ns$i-$tag" netns "$S"
-	ip -n "$C" addr add "10.250.$((i + 10)).1/24" dev "nc$i-$tag"
-	ip -n "$S" addr add "10.250.$((i + 10)).2/24" dev "ns$i-$tag"
-	ip -n "$C" link set "nc$i-$tag" up
-	ip -n "$S" link set "ns$i-$tag" up
-done
-ip -n "$C" link set lo up
-ip -n "$S" link set lo up
+netns_setup ibnbd n 10 2 || {
+	[ $? -eq 1 ] && skip "$NETNS_ERR"
+	echo "FAIL: $NETNS_ERR"
+	exit 1
+}
+C=$NETNS_C
+S=$NETNS_S
 
 now() { date +%s.%N; }
 
@@ -156,9 +143,9 @@ scenario_link() {
 	start_server || return 1
 	run_bench link 9
 	sleep 2.5
-	ip -n "$C" link set "nc1-$tag" down
+	netns_link 1 down
 	sleep 2.5
-	ip -n "$C" link set "nc1-$tag" up
+	netns_link 1 up
 	wait "$bench_pid"
 	local rc=$?
 	bench_pid=
@@ -171,11 +158,11 @@ scenario_nopath() {
 	start_server || return 1
 	run_bench nopath 9
 	sleep 2.5
-	ip -n "$C" link set "nc0-$tag" down
-	ip -n "$C" link set "nc1-$tag" down
+	netns_link 0 down
+	netns_link 1 down
 	sleep 2
-	ip -n "$C" link set "nc0-$tag" up
-	ip -n "$C" link set "nc1-$tag" up
+	netns_link 0 up
+	netns_link 1 up
 	wait "$bench_pid"
 	local rc=$?
 	bench_pid=
