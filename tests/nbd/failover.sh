@@ -17,25 +17,12 @@
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
 need_plugin
 need ip fio python3
-tag=$$
-C=ibnbd-nc-$tag
-S=ibnbd-ns-$tag
-ip netns add "$C" 2>/dev/null || skip "cannot create network namespaces"
-NETNS+=("$C")
-ip netns add "$S" || skip "cannot create network namespaces"
-NETNS+=("$S")
-for i in 0 1; do
-	ip link add "nc$i-$tag" type veth peer name "ns$i-$tag" ||
-		skip "cannot create veth pairs"
-	ip link set "nc$i-$tag" netns "$C"
-	ip link set "ns$i-$tag" netns "$S"
-	ip -n "$C" addr add "10.250.2$i.1/24" dev "nc$i-$tag"
-	ip -n "$S" addr add "10.250.2$i.2/24" dev "ns$i-$tag"
-	ip -n "$C" link set "nc$i-$tag" up
-	ip -n "$S" link set "ns$i-$tag" up
-done
-ip -n "$C" link set lo up
-ip -n "$S" link set lo up
+netns_setup ibnbd-n n 20 2 || {
+	[ $? -eq 1 ] && skip "$NETNS_ERR"
+	fail "$NETNS_ERR"
+}
+C=$NETNS_C
+S=$NETNS_S
 MiB=$((1024 * 1024))
 
 truncate -s $((256 * MiB)) "$TMP/disk.img"
@@ -58,10 +45,10 @@ nbdkit_up() {
 cut_path() {
 	local name=$1 i
 	sleep "$2"
-	ip -n "$C" link set "nc1-$tag" down
+	netns_link 1 down
 	echo "$name: path 1 link down"
 	sleep $(($3 - $2))
-	ip -n "$C" link set "nc1-$tag" up
+	netns_link 1 up
 	echo "$name: path 1 link up"
 }
 
@@ -118,12 +105,12 @@ timeout -k 5 120 fio --name=all --ioengine=nbd \
 fio_pid=$!
 PIDS+=("$fio_pid")
 sleep 3
-ip -n "$C" link set "nc0-$tag" down
-ip -n "$C" link set "nc1-$tag" down
+netns_link 0 down
+netns_link 1 down
 echo "all: both links down"
 sleep 3
-ip -n "$C" link set "nc0-$tag" up
-ip -n "$C" link set "nc1-$tag" up
+netns_link 0 up
+netns_link 1 up
 echo "all: both links up"
 wait "$fio_pid"
 rc=$?
@@ -143,8 +130,8 @@ if command -v qemu-io >/dev/null; then
 	start_nbdkit qt "$TMP/qt.sock" path=ip:10.250.20.2 \
 		path=ip:10.250.21.2 port="$SRV_PORT" export=disk \
 		hb-timeout=500 reconnect-delay=1 queue-timeout=1000
-	ip -n "$C" link set "nc0-$tag" down
-	ip -n "$C" link set "nc1-$tag" down
+	netns_link 0 down
+	netns_link 1 down
 	wait_for 20 grep -q 'no path connected; requests wait' "$TMP/qt.log" ||
 		fail "qt: the session did not notice the cut"
 	timeout 60 qemu-io -f raw -c 'read 0 4k' "$(uri "$TMP/qt.sock")" \
@@ -156,8 +143,8 @@ if command -v qemu-io >/dev/null; then
 	grep -q 'no path to the server came up within queue-timeout' \
 		"$TMP/qt.log" || fail "qt: nbdkit did not name the cause"
 	echo "qt: a read without a path past queue-timeout: $(grep -m1 -o 'read failed.*' "$TMP/qt.out")"
-	ip -n "$C" link set "nc0-$tag" up
-	ip -n "$C" link set "nc1-$tag" up
+	netns_link 0 up
+	netns_link 1 up
 	wait_for 30 timeout 10 qemu-io -f raw -c 'read 0 4k' \
 		"$(uri "$TMP/qt.sock")" || fail "qt: reads do not work again"
 	echo "qt: reads work again once a path is back"

@@ -3,8 +3,9 @@
 #
 # A test gets $1 = the ibtrs binary, $2 = the source dir, $3 = the build
 # dir (where nbdkit-ibtrs-plugin.so is), and exits 0 (pass), 1 (fail) or
-# 77 (skip). Every process, mount, loop device and namespace it makes is
-# registered here and removed by nbd_cleanup on exit.
+# 77 (skip). Every process, mount and loop device it makes is registered
+# here; nbd_cleanup removes them on exit, and the namespaces made by
+# netns_setup (scripts/netns.bash) with them.
 
 set -u
 
@@ -13,17 +14,17 @@ SRC_DIR=${2:?}
 BUILD_DIR=${3:?}
 PLUGIN=$BUILD_DIR/nbdkit-ibtrs-plugin.so
 unset IBTRS_LOG_LEVEL
+. "$SRC_DIR/scripts/netns.bash"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ibtrs-nbd.XXXXXX") || exit 1
 PIDS=()
 MOUNTS=()
 LOOPS=()
 FUSES=()
-NETNS=()
 
 # Undo everything, in reverse order of dependence, each step bounded.
 nbd_cleanup() {
-	local m pid i ns
+	local m pid i
 	for m in "${MOUNTS[@]}"; do
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 	done
@@ -43,10 +44,7 @@ nbd_cleanup() {
 		done
 		kill -KILL "$pid" 2>/dev/null
 	done
-	for ns in "${NETNS[@]}"; do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
+	netns_cleanup
 	[ -n "${KEEP_TMP:-}" ] && echo "kept $TMP" >&2 || rm -rf "$TMP"
 }
 trap nbd_cleanup EXIT
