@@ -47,6 +47,7 @@ esac
 }
 
 . scripts/deps.sh
+. scripts/netns.bash
 ibtrs_need_pkgs "${IBTRS_BUILD_PKGS[@]}" nbdkit nbdkit-plugin-dev \
 	libnbd-bin fio iproute2 python3
 build=${IBTRS_BUILD_DIR:-build}
@@ -62,9 +63,6 @@ PLUGIN=$(realpath "$build")/nbdkit-ibtrs-plugin.so
 	exit 1
 }
 
-tag=$$
-C=ibnbd-demo-c-$tag
-S=ibnbd-demo-s-$tag
 tmp=$(mktemp -d /tmp/ibnbd-demo.XXXXXX)
 pids=()
 cleanup() {
@@ -77,28 +75,18 @@ cleanup() {
 	for p in "${pids[@]}"; do
 		kill -KILL "$p" 2>/dev/null
 	done
-	ip netns pids "$C" 2>/dev/null | xargs -r kill -9 2>/dev/null
-	ip netns pids "$S" 2>/dev/null | xargs -r kill -9 2>/dev/null
-	ip netns del "$C" 2>/dev/null
-	ip netns del "$S" 2>/dev/null
+	netns_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ip netns add "$C"
-ip netns add "$S"
-for i in 0 1; do
-	ip link add "dc$i-$tag" type veth peer name "ds$i-$tag"
-	ip link set "dc$i-$tag" netns "$C"
-	ip link set "ds$i-$tag" netns "$S"
-	ip -n "$C" addr add "10.250.3$i.1/24" dev "dc$i-$tag"
-	ip -n "$S" addr add "10.250.3$i.2/24" dev "ds$i-$tag"
-	ip -n "$C" link set "dc$i-$tag" up
-	ip -n "$S" link set "ds$i-$tag" up
-done
-ip -n "$C" link set lo up
-ip -n "$S" link set lo up
+netns_setup ibnbd-demo d 30 2 || {
+	echo "demo-nbd: $NETNS_ERR" >&2
+	exit 1
+}
+C=$NETNS_C
+S=$NETNS_S
 echo "namespaces: client $C (10.250.30.1, 10.250.31.1), server $S (10.250.30.2, 10.250.31.2)"
 
 truncate -s 256M "$tmp/disk.img"
@@ -188,11 +176,11 @@ EOF
 pids+=($!)
 
 sleep "$(python3 -c "import time; print(max(0, $t0 + $cut_at - time.time()))")"
-ip -n "$C" link set "dc1-$tag" down
+netns_link 1 down
 t_cut=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
 printf '  %5.1fs  >>> path 1 cut: link dc1 down\n' "$t_cut"
 sleep "$(python3 -c "import time; print(max(0, $t0 + $up_at - time.time()))")"
-ip -n "$C" link set "dc1-$tag" up
+netns_link 1 up
 t_up=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
 printf '  %5.1fs  >>> path 1 restored: link dc1 up\n' "$t_up"
 
