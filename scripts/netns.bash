@@ -18,6 +18,11 @@
 #       call twice, or before or after a failed netns_setup.
 #   netns_link I up|down
 #       Sets path I's client-side link up or down.
+#   netns_test PREFIX IF SUBNET NPATHS [COMMAND...]
+#       A test's setup, once its EXIT trap calls netns_cleanup: exits 77
+#       ("SKIP: why") without root, iproute2, a COMMAND, or namespaces and
+#       veth pairs, 1 ("FAIL: why") if configuring them failed; else sets
+#       C and S to the namespaces made by netns_setup.
 
 # The callers read these.
 # shellcheck disable=SC2034
@@ -77,4 +82,18 @@ netns_cleanup() {
 
 netns_link() {
 	ip -n "$NETNS_C" link set "${NETNS_CIF[$1]}" "$2"
+}
+
+netns_test() {
+	local cmd rc=0
+	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+	command -v ip >/dev/null || { echo "SKIP: needs iproute2"; exit 77; }
+	for cmd in "${@:5}"; do
+		command -v "$cmd" >/dev/null || { echo "SKIP: needs $cmd"; exit 77; }
+	done
+	netns_setup "$1" "$2" "$3" "$4" || rc=$?
+	[ "$rc" -ne 1 ] || { echo "SKIP: $NETNS_ERR"; exit 77; }
+	[ "$rc" -eq 0 ] || { echo "FAIL: $NETNS_ERR"; exit 1; }
+	C=$NETNS_C
+	S=$NETNS_S
 }

@@ -22,11 +22,6 @@ tmp=$(mktemp -d /tmp/ibtrs-netns.XXXXXX)
 srv_pid=
 failed=0
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
 cleanup() {
 	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
 	netns_cleanup
@@ -34,16 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ "$(id -u)" -eq 0 ] || skip "needs root"
-command -v ip >/dev/null || skip "needs iproute2"
-command -v python3 >/dev/null || skip "needs python3"
-netns_setup ibtrs i 0 2 || {
-	[ $? -eq 1 ] && skip "$NETNS_ERR"
-	echo "FAIL: $NETNS_ERR"
-	exit 1
-}
-C=$NETNS_C
-S=$NETNS_S
+netns_test ibtrs i 0 2 python3
 
 now() { date +%s.%N; }
 

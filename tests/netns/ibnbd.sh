@@ -26,11 +26,6 @@ bench_pid=
 port=
 failed=0
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
 cleanup() {
 	[ -n "$bench_pid" ] && kill -9 "$bench_pid" 2>/dev/null
 	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
@@ -39,16 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ "$(id -u)" -eq 0 ] || skip "needs root"
-command -v ip >/dev/null || skip "needs iproute2"
-command -v python3 >/dev/null || skip "needs python3"
-netns_setup ibnbd n 10 2 || {
-	[ $? -eq 1 ] && skip "$NETNS_ERR"
-	echo "FAIL: $NETNS_ERR"
-	exit 1
-}
-C=$NETNS_C
-S=$NETNS_S
+netns_test ibnbd n 10 2 python3
 
 now() { date +%s.%N; }
 
