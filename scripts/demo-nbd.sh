@@ -132,7 +132,7 @@ echo
 t0=$(date +%s.%N)
 fio --name=demo --ioengine=nbd --uri="nbd+unix:///?socket=$sock" \
 	--rw=randrw --bs=4k --iodepth=16 --numjobs=4 --size=32M \
-	--offset_increment=32M --verify=crc32c --verify_backlog=256 \
+	--offset_increment=32M --verify=crc32c --verify_state_save=0 --verify_backlog=256 \
 	--verify_fatal=1 --time_based --runtime="$time_s" \
 	--output-format=json --output="$tmp/fio.json" >"$tmp/fio.out" 2>&1 &
 fio_pid=$!

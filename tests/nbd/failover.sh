@@ -70,7 +70,7 @@ check_path() {
 nbdkit_up fio
 timeout -k 5 120 fio --name=failover --ioengine=nbd \
 	--uri="$(uri "$TMP/fio.sock")" --rw=randrw --bs=4k --iodepth=16 \
-	--numjobs=4 --size=16M --offset_increment=16M --verify=crc32c \
+	--numjobs=4 --size=16M --offset_increment=16M --verify=crc32c --verify_state_save=0 \
 	--verify_backlog=128 --verify_fatal=1 --time_based --runtime=12 \
 	--output-format=json --output="$TMP/fio.json" >"$TMP/fio.out" 2>&1 &
 fio_pid=$!
@@ -99,7 +99,7 @@ stop_nbdkit fio "$NBDKIT_PID"
 nbdkit_up all
 timeout -k 5 120 fio --name=all --ioengine=nbd \
 	--uri="$(uri "$TMP/all.sock")" --rw=randrw --bs=4k --iodepth=16 \
-	--numjobs=2 --size=16M --offset_increment=16M --verify=crc32c \
+	--numjobs=2 --size=16M --offset_increment=16M --verify=crc32c --verify_state_save=0 \
 	--verify_backlog=128 --verify_fatal=1 --time_based --runtime=10 \
 	--output-format=json --output="$TMP/all.json" >"$TMP/all.out" 2>&1 &
 fio_pid=$!

@@ -43,14 +43,14 @@ run_fio() {
 # Each job verifies its own 8 MiB (offset_increment); writes then reads
 # of the whole region at the end (verify_backlog checks along the way).
 run_fio randrw --rw=randrw --bs=4k --iodepth=8 --numjobs=8 --size=8M \
-	--offset_increment=8M --verify=crc32c --verify_backlog=256 \
+	--offset_increment=8M --verify=crc32c --verify_state_save=0 --verify_backlog=256 \
 	--verify_fatal=1 --do_verify=1 --runtime=20 --time_based=0 \
 	--group_reporting=0
 
 # Large blocks: 512 KiB writes, split by the plugin at max_io_size (fio's
 # engine ignores the advertised maximum), verified.
 SEQ=(--rw=write --bs=512k --offset=$((64 * MiB)) --size=$((16 * MiB))
-	--iodepth=4 --verify=crc32c --verify_fatal=1)
+	--iodepth=4 --verify=crc32c --verify_state_save=0 --verify_fatal=1)
 run_fio seq "${SEQ[@]}" --do_verify=1
 grep -q "pwrite count=524288 offset=$((64 * MiB))" "$TMP/nbdkit.log" ||
 	fail "the 512 KiB writes did not reach the plugin whole"
