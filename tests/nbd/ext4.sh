@@ -66,10 +66,7 @@ MOUNTS+=("$TMP/mnt")
 echo "remount: $(wc -l <"$TMP/sums") files, checksums equal"
 umount "$TMP/mnt" || fail "umount"
 MOUNTS=()
-losetup -d "$LOOP"
-LOOPS=()
-fusermount3 -u "$TMP/fuse" || fail "fusermount3 -u"
-FUSES=()
+release_disk "$LOOP" "$TMP/fuse"
 
 # The server's file is the file system, block for block.
 timeout 120 e2fsck -fn "$TMP/disk.img" >"$TMP/fsck2.out" 2>&1 || {

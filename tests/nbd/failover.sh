@@ -201,10 +201,7 @@ echo "ext4: 40 files written across the cut verify after remount"
 check_path ext4
 umount "$TMP/mnt" || fail "umount"
 MOUNTS=()
-losetup -d "$LOOP"
-LOOPS=()
-fusermount3 -u "$TMP/fuse"
-FUSES=()
+release_disk "$LOOP" "$TMP/fuse"
 ! grep -q 'error:' "$TMP/ext4.log" || {
 	grep 'error:' "$TMP/ext4.log" | head
 	fail "nbdkit reported a failed request"

@@ -149,6 +149,26 @@ start_nbdkit() {
 	fail "nbdkit '$name' did not serve $sock"
 }
 
+# release_disk LOOP FUSEDIR: detach the loop device (unmounted already)
+# and unmount the nbdfuse mount under it. The kernel lets go of a loop
+# device's backing file a moment after "losetup -d" returns, and until then
+# the FUSE mount is busy: wait for it, bounded (20 s each).
+release_disk() {
+	local loop=$1 dir=$2 i
+	losetup -d "$loop" || fail "losetup -d $loop"
+	for ((i = 0; i < 200; i++)); do
+		[ -e "/sys/block/${loop##*/}/loop/backing_file" ] || break
+		sleep 0.1
+	done
+	LOOPS=()
+	for ((i = 0; i < 200; i++)); do
+		fusermount3 -u "$dir" 2>/dev/null && break
+		sleep 0.1
+	done
+	((i < 200)) || fail "fusermount3 -u $dir: still busy after 20 s"
+	FUSES=()
+}
+
 # stop_nbdkit NAME PID: SIGTERM; it must exit 0 within 20 s (.cleanup
 # closes the device and the session without hanging or crashing), with
 # no sanitizer report in its log.
