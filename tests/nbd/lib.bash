@@ -177,6 +177,9 @@ stop_nbdkit() {
 	kill -TERM "$pid" 2>/dev/null || fail "nbdkit '$name' is gone"
 	for ((i = 0; i < 200; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
+		# Past the plugin's unload only the exit() hang below is left.
+		[ -n "$san" ] && grep -q 'debug: ibtrs: unload plugin' \
+			"$TMP/$name.log" && sleep 0.5 && break
 		sleep 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null && [ -n "$san" ] &&
