@@ -136,15 +136,28 @@ if grep -q '^NBDKIT_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" 2>/dev/null; then
 	plugin=$(find "$prefix" -name nbdkit-ibtrs-plugin.so -path '*/nbdkit/plugins/*' | head -n 1)
 	if [ -z "$plugin" ]; then
 		bad "nbdkit-ibtrs-plugin.so is not installed under */nbdkit/plugins"
-	elif command -v nbdkit >/dev/null; then
-		# The plugin finds libibnbd and libibtrs beside it, by its
+	else
+		# The plugin finds libibnbd and libibtrs in the prefix, by its
 		# RPATH, with no LD_LIBRARY_PATH.
-		(unset LD_LIBRARY_PATH
-		run_bounded 30 nbdkit --dump-plugin "$plugin") \
-			>"$TMP/dump.out" 2>&1 ||
-			bad "nbdkit cannot load the installed plugin: $(head -n 3 "$TMP/dump.out")"
-		grep -qx 'name=ibtrs' "$TMP/dump.out" ||
-			bad "the installed plugin does not say name=ibtrs"
+		for lib in libibnbd libibtrs; do
+			used=$( (unset LD_LIBRARY_PATH; ldd "$plugin") 2>/dev/null |
+				sed -n "s/^[[:space:]]*$lib[^ ]* => \([^ ]*\).*/\1/p")
+			case $used in
+			"$libdir"/*) ;;
+			*) bad "the installed plugin does not load the installed $lib ($used)" ;;
+			esac
+		done
+		# nbdkit is not built with the sanitizers: it loads an
+		# instrumented plugin only with their runtime preloaded.
+		if command -v nbdkit >/dev/null &&
+			! grep -q '^IBTRS_SANITIZE:STRING=.' "$BUILD/CMakeCache.txt"; then
+			(unset LD_LIBRARY_PATH
+			run_bounded 30 nbdkit --dump-plugin "$plugin") \
+				>"$TMP/dump.out" 2>&1 ||
+				bad "nbdkit cannot load the installed plugin: $(head -n 3 "$TMP/dump.out")"
+			grep -qx 'name=ibtrs' "$TMP/dump.out" ||
+				bad "the installed plugin does not say name=ibtrs"
+		fi
 	fi
 fi
 
