@@ -29,19 +29,28 @@ bad() {
 	else
 		# Under a sanitizer runtime nbdkit may hang in exit() after
 		# its error (lib.bash): once the error is out, it is stopped.
+		# nbdkit itself is the background job (no timeout(1)
+		# between), so that the kill reaches it; bounded to 60 s.
 		local pid i
-		timeout -k 1 60 "${NBDKIT_ENV[@]}" nbdkit -f \
-			-U "$TMP/bad.sock" "$PLUGIN" "$@" >"$TMP/bad.out" 2>&1 </dev/null &
+		# Emptied here: the job's own redirection may come after
+		# the first look below.
+		: >"$TMP/bad.out"
+		"${NBDKIT_ENV[@]}" nbdkit -f -U "$TMP/bad.sock" "$PLUGIN" \
+			"$@" >"$TMP/bad.out" 2>&1 </dev/null &
 		pid=$!
 		for ((i = 0; i < 600; i++)); do
 			kill -0 "$pid" 2>/dev/null || break
-			grep -q 'error:' "$TMP/bad.out" && break
+			# The error, up to its end of line.
+			grep -q 'error:' "$TMP/bad.out" &&
+				[ -z "$(tail -c 1 "$TMP/bad.out")" ] && break
 			sleep 0.1
 		done
-		if kill -0 "$pid" 2>/dev/null && grep -q 'error:' "$TMP/bad.out"; then
+		if kill -0 "$pid" 2>/dev/null; then
 			kill -KILL "$pid" 2>/dev/null
-			wait "$pid"
-			rc=1
+			wait "$pid" 2>/dev/null
+			# Killed in the exit() hang after its error: a failure.
+			rc=124
+			grep -q 'error:' "$TMP/bad.out" && rc=1
 		else
 			wait "$pid"
 			rc=$?
