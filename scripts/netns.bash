@@ -97,3 +97,18 @@ netns_test() {
 	C=$NETNS_C
 	S=$NETNS_S
 }
+
+# netns_stop_proc PID: stop a process this shell started (an empty PID is
+# nothing to do): SIGTERM, up to 5 s to exit, then SIGKILL; reaped.
+netns_stop_proc() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}

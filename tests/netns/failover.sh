@@ -50,14 +50,7 @@ start_server() {
 }
 
 stop_server() {
-	[ -n "$srv_pid" ] || return 0
-	kill -TERM "$srv_pid" 2>/dev/null
-	for _ in $(seq 100); do
-		kill -0 "$srv_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill -9 "$srv_pid" 2>/dev/null
-	wait "$srv_pid" 2>/dev/null
+	netns_stop_proc "$srv_pid"
 	srv_pid=
 }
 
