@@ -35,14 +35,7 @@ nbd_cleanup() {
 		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null
 	done
 	for pid in "${PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${PIDS[@]}"; do
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
+		netns_stop_proc "$pid"
 	done
 	netns_cleanup
 	[ -n "${KEEP_TMP:-}" ] && echo "kept $TMP" >&2 || rm -rf "$TMP"
