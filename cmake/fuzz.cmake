@@ -42,7 +42,7 @@ target_compile_options(ibtrs_fuzz_lib PRIVATE -fsanitize=fuzzer-no-link
 	${IBTRS_FUZZ_SAN} -UNDEBUG)
 target_compile_definitions(ibtrs_fuzz_lib PRIVATE _GNU_SOURCE IBTRS_BUILD
 	${IBTRS_LIB_DEFINITIONS})
-target_include_directories(ibtrs_fuzz_lib PUBLIC include src src/core
+target_include_directories(ibtrs_fuzz_lib PUBLIC include src src/base src/core
 	src/xprt PRIVATE ${IBTRS_LIB_INCLUDES})
 target_link_libraries(ibtrs_fuzz_lib PUBLIC Threads::Threads
 	${IBTRS_LIB_LIBRARIES})
@@ -63,7 +63,7 @@ foreach(src ${IBTRS_FUZZ_SOURCES})
 		${IBTRS_FUZZ_SAN})
 	target_compile_definitions(fuzz_${name} PRIVATE _GNU_SOURCE IBTRS_BUILD)
 	target_include_directories(fuzz_${name} PRIVATE ${IBTRS_FUZZ_DIR}
-		include src src/core src/xprt)
+		include src src/base src/core src/xprt)
 	list(APPEND IBTRS_FUZZ_TARGETS ${name})
 	# The dictionary of the target, else of its family.
 	set(dict ${IBTRS_FUZZ_DIR}/dict/${name}.dict)

@@ -5,45 +5,13 @@
 #ifndef IBTRS_CORE_H
 #define IBTRS_CORE_H
 
-#include <stdatomic.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "ibtrs.h"
 #include "proto.h"
+#include "util.h"
 
-#ifndef container_of
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr)-offsetof(type, member)))
-#endif
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Random version-4 UUID. */
-void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_LEN]);
-/* "xxxxxxxx-xxxx-..." into @buf of at least 37 bytes. */
-void ibtrs_uuid_str(const uint8_t uuid[IBTRS_UUID_LEN], char *buf);
-
-/*
- * Fill a caller's option struct of @size bytes (its first field is its
- * size) from @defaults of @dsize bytes: the fields both know get the
- * defaults, newer fields the caller knows of are zeroed.
- */
-void ibtrs_opts_fill(void *opts, size_t size, const void *defaults,
-		     size_t dsize);
-
-/*
- * Add @v to a counter that one thread writes and others only read: a plain
- * load and store, where an atomic add would be a locked instruction on
- * every request. Readers see each value whole; a reset must run on the
- * writing thread.
- */
-static inline void ibtrs_counter_add(_Atomic uint64_t *c, uint64_t v)
-{
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_relaxed);
-}
+_Static_assert(IBTRS_UUID_LEN == IBTRS_UUID_BYTES, "one UUID size");
 
 /* Chunk size for @max_io_size: data, header room, 4 KiB aligned. */
 static inline uint32_t ibtrs_chunk_size(uint32_t max_io_size)

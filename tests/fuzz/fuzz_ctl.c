@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "../../src/core/ctl.c"
-#include "../../src/core/json.c"
-#include "../../src/core/log.c"
+#include "../../src/base/json.c"
+#include "../../src/base/log.c"
 
 #include "fuzz.h"
 

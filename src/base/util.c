@@ -6,14 +6,14 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "core.h"
+#include "util.h"
 
-void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_LEN])
+void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_BYTES])
 {
 	size_t got = 0;
 
-	while (got < IBTRS_UUID_LEN) {
-		ssize_t n = getrandom(uuid + got, IBTRS_UUID_LEN - got, 0);
+	while (got < IBTRS_UUID_BYTES) {
+		ssize_t n = getrandom(uuid + got, IBTRS_UUID_BYTES - got, 0);
 
 		if (n > 0)
 			got += (size_t)n;
@@ -22,7 +22,7 @@ void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_LEN])
 	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
 }
 
-void ibtrs_uuid_str(const uint8_t u[IBTRS_UUID_LEN], char *buf)
+void ibtrs_uuid_str(const uint8_t u[IBTRS_UUID_BYTES], char *buf)
 {
 	snprintf(
 		buf, 37,
