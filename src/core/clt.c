@@ -600,7 +600,6 @@ static void sess_mark_open(void *arg)
 static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 {
 	struct ibtrs_clt *sess;
-	uint64_t tick;
 
 	sess = calloc(1, sizeof(*sess));
 	if (!sess)
@@ -617,11 +616,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	sess->io_cons = o->io_cons;
 	sess->reconnect_delay_sec = o->reconnect_delay_sec;
 	sess->max_reconnect_attempts = o->max_reconnect_attempts;
-	sess->hb_timeout_ns = (uint64_t)o->hb_timeout_ms * 1000000;
-	sess->hb_interval_ns = sess->hb_timeout_ns / 4;
-	/* A silent path is declared dead within hb_timeout, tick included. */
-	tick = sess->hb_timeout_ns / 10;
-	sess->tick_ns = tick;
+	ibtrs_hb_init(&sess->hb, o->hb_timeout_ms);
 	sess->failover_timeout_ns = (uint64_t)o->failover_timeout_ms * 1000000;
 	atomic_init(&sess->policy, o->policy);
 	sess->pending_tail = &sess->pending;
@@ -683,7 +678,7 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 		}
 		atomic_store(&sess->path_cnt, i + 1);
 	}
-	tick_ms = (unsigned int)(sess->tick_ns / 1000000);
+	tick_ms = (unsigned int)(sess->hb.tick_ns / 1000000);
 	ret = ibtrs_loop_create(&sess->loop, "ibtrs-clt", clt_tick, sess,
 				tick_ms);
 	if (ret)

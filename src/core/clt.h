@@ -22,6 +22,7 @@
 #include "addr.h"
 #include "core.h"
 #include "ctl.h"
+#include "hb.h"
 #include "loop.h"
 #include "path.h"
 #include "seqcount.h"
@@ -186,9 +187,7 @@ struct ibtrs_clt {
 	uint16_t port;
 	uint8_t reconnect_delay_sec;
 	int16_t max_reconnect_attempts;
-	uint64_t hb_timeout_ns;
-	uint64_t hb_interval_ns;
-	uint64_t tick_ns;
+	struct ibtrs_hb hb;
 	uint64_t failover_timeout_ns;
 	_Atomic int policy;
 

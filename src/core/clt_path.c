@@ -558,7 +558,7 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,
 		.max_recv_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS + 1,
 		.max_send_sge = sess->max_segments + 1u,
-		.timeout_ms = (unsigned int)(sess->hb_timeout_ns / 1000000),
+		.timeout_ms = (unsigned int)(sess->hb.timeout_ns / 1000000),
 	};
 	uint8_t rsp[IBTRS_XPRT_PRIV_LEN];
 	struct ibtrs_msg_conn_req m;
@@ -869,23 +869,23 @@ static void tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 
 	if (path_state(path) != IBTRS_PATH_CONNECTED)
 		return;
-	if (now - path->last_rx_ns + sess->tick_ns > sess->hb_timeout_ns) {
-		snprintf(why, sizeof(why),
-			 "heartbeat timeout: nothing received for %llu ms",
-			 (unsigned long long)(now - path->last_rx_ns) /
-				 1000000);
+	/* A dropping path sends no heartbeat, as a cut cable would not. */
+	switch (ibtrs_hb_tick(&sess->hb, now, path->last_rx_ns,
+			      &path->last_hb_tx_ns,
+			      atomic_load(&path->fault) != IBTRS_FAULT_DROP,
+			      why, sizeof(why))) {
+	case IBTRS_HB_DEAD:
 		path_fail(path, why);
 		return;
-	}
-	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
-		return;
-	if (now - path->last_hb_tx_ns >= sess->hb_interval_ns) {
-		path->last_hb_tx_ns = now;
+	case IBTRS_HB_SEND:
 		if (!path->hb_sent_ns)
 			path->hb_sent_ns = now;
 		sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
 				      ibtrs_imm_hb(IBTRS_IMM_HB), WR_ID_HB,
 				      IBTRS_XPRT_IMM);
+		return;
+	case IBTRS_HB_NONE:
+		return;
 	}
 }
 

@@ -22,6 +22,7 @@
 #include "addr.h"
 #include "core.h"
 #include "ctl.h"
+#include "hb.h"
 #include "log.h"
 #include "loop.h"
 #include "xprt.h"
@@ -126,9 +127,7 @@ struct ibtrs_srv_ctx {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned int nr_sessions; /* under @lock */
-	uint64_t hb_timeout_ns;
-	uint64_t hb_interval_ns;
-	uint64_t tick_ns;
+	struct ibtrs_hb hb;
 	uint64_t grace_ns;
 	_Atomic uint64_t requests, replays, busy, proto_errors, stale;
 	_Atomic unsigned int nr_paths;
@@ -704,7 +703,7 @@ static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
 		.max_send_wr = 2 * ctx->queue_depth + SRV_EXTRA_RECVS,
 		.max_recv_wr = ctx->queue_depth + SRV_EXTRA_RECVS + 1,
 		.max_send_sge = 2,
-		.timeout_ms = (unsigned int)(ctx->hb_timeout_ns / 1000000),
+		.timeout_ms = (unsigned int)(ctx->hb.timeout_ns / 1000000),
 	};
 	struct ibtrs_conn_rsp r = {
 		.version = IBTRS_PROTO_VER,
@@ -872,20 +871,19 @@ static void srv_tick_path(struct srv_path *path, uint64_t now)
 	struct ibtrs_srv_ctx *ctx = path->sess->ctx;
 	char why[64];
 
-	if (now - path->last_rx_ns + ctx->tick_ns > ctx->hb_timeout_ns) {
-		snprintf(why, sizeof(why),
-			 "heartbeat timeout: nothing received for %llu ms",
-			 (unsigned long long)(now - path->last_rx_ns) /
-				 1000000);
+	switch (ibtrs_hb_tick(
+		&ctx->hb, now, path->last_rx_ns, &path->last_hb_tx_ns,
+		path->connected && path->cons[0], why, sizeof(why))) {
+	case IBTRS_HB_DEAD:
 		path_close(path, why);
 		return;
-	}
-	if (path->connected && path->cons[0] &&
-	    now - path->last_hb_tx_ns >= ctx->hb_interval_ns) {
-		path->last_hb_tx_ns = now;
+	case IBTRS_HB_SEND:
 		ctx->ops->post_write(path->cons[0]->xcon, NULL, 0, 0, 0,
 				     ibtrs_imm_hb(IBTRS_IMM_HB), 0,
 				     IBTRS_XPRT_IMM);
+		return;
+	case IBTRS_HB_NONE:
+		return;
 	}
 }
 
@@ -1037,14 +1035,12 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	ctx->chunk_size = ibtrs_chunk_size(opts.max_io_size);
 	ctx->off_bits = (unsigned int)off_bits;
 	ctx->max_sessions = opts.max_sessions;
-	ctx->hb_timeout_ns = (uint64_t)opts.hb_timeout_ms * 1000000;
-	ctx->hb_interval_ns = ctx->hb_timeout_ns / 4;
-	ctx->tick_ns = ctx->hb_timeout_ns / 10;
+	ibtrs_hb_init(&ctx->hb, opts.hb_timeout_ms);
 	ctx->grace_ns = (uint64_t)opts.sess_grace_ms * 1000000;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
 	ret = ibtrs_loop_create(&ctx->loop, "ibtrs-srv", srv_tick, ctx,
-				(unsigned int)(ctx->tick_ns / 1000000));
+				(unsigned int)(ctx->hb.tick_ns / 1000000));
 	if (ret)
 		goto destroy_sync;
 	ibtrs_loop_set_busy_poll(ctx->loop, opts.busy_poll_us,
