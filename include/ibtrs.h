@@ -858,40 +858,10 @@ struct ibtrs_event {
 size_t ibtrs_clt_get_events(struct ibtrs_clt *sess, struct ibtrs_event *ev,
 			    size_t max);
 
-/**
- * enum ibtrs_fault_type - faults ibtrs_clt_inject_fault() can inject
- * @IBTRS_FAULT_NONE: clear the path's fault
- * @IBTRS_FAULT_DROP: the path silently loses everything it sends and
- *                    receives, as a cut cable would (heartbeats included)
- * @IBTRS_FAULT_DELAY: every response on the path is held @arg milliseconds
- * @IBTRS_FAULT_CLOSE: the path's connections are closed now, as if the
- *                     peer had reset them
+/*
+ * Fault injection (ibtrs_clt_inject_fault(), enum ibtrs_fault_type) is a
+ * test interface outside this stable API: see <ibtrs_fault.h>.
  */
-enum ibtrs_fault_type {
-	IBTRS_FAULT_NONE,
-	IBTRS_FAULT_DROP,
-	IBTRS_FAULT_DELAY,
-	IBTRS_FAULT_CLOSE,
-};
-
-/**
- * ibtrs_clt_inject_fault() - inject a fault into one path
- * @sess: the session
- * @idx: path index
- * @type: the fault
- * @arg: milliseconds for IBTRS_FAULT_DELAY, else 0
- *
- * Faults can also come from the environment at open: IBTRS_FAULT is a
- * list of IDX:TYPE[=ARG][@AFTER_MS] separated by commas, e.g.
- * "1:drop@3000" drops path 1 three seconds after the session opened and
- * "0:delay=20" delays path 0's responses by 20 ms.
- *
- * Return: 0, -ENOENT for a bad @idx, -EINVAL for a bad @type.
- *
- * Context: any.
- */
-int ibtrs_clt_inject_fault(struct ibtrs_clt *sess, unsigned int idx,
-			   enum ibtrs_fault_type type, unsigned int arg);
 
 /**
  * ibtrs_control_dir() - the directory of the control sockets

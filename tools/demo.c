@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ibtrs_fault.h"
 #include "tool.h"
 
 #define DEMO_DEFAULT_TIME 30.0

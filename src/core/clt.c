@@ -419,7 +419,7 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	/* Release: whoever sees INFLIGHT sees the fields set above. */
 	atomic_store_explicit(&req->state, REQ_INFLIGHT, memory_order_release);
 	/* A dropping path swallows the request, as a dead link would. */
-	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+	if (clt_fault_hit(path, CLT_FAULT_POST, NULL))
 		return 0;
 	ret = sess->ops->post_write(con->xcon, iov, cnt, raddr, rbuf->key, imm,
 				    ((uint64_t)req->gen << 32) | req->mem_id,

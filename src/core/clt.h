@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * clt.h - client objects shared by clt.c (sessions, tags, requests) and
+ * clt.h - client objects shared by clt.c (sessions, tags, requests),
  * clt_path.c (paths: connect, failure, failover, reconnect, heartbeats,
- * faults, statistics).
+ * statistics) and clt_fault.c (fault injection, for testing).
  *
  * Threads: the caller's threads submit; the session's loop thread
  * receives, completes and runs every callback; the session's connector
@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include <ibtrs_fault.h>
 
 #include "addr.h"
 #include "core.h"
@@ -271,7 +273,42 @@ void clt_tick(void *arg);
 int clt_connector_start(struct ibtrs_clt *sess);
 void clt_connector_stop(struct ibtrs_clt *sess);
 void clt_fail_pending(struct ibtrs_clt *sess, int err);
+/* Loop thread: fail a connected path (its requests move on). */
+void clt_path_fail(struct clt_path *path, const char *why);
+
+/* clt_fault.c */
 int clt_parse_faults(struct ibtrs_clt *sess, const char *spec);
+void clt_fault_tick(struct ibtrs_clt *sess, uint64_t now);
+
+/* Where the I/O path asks whether a fault acts on it. */
+enum clt_fault_point {
+	CLT_FAULT_POST,	   /* a request is posted: swallowed? */
+	CLT_FAULT_CTL_TX,  /* a heartbeat or CLOSE is sent: swallowed? */
+	CLT_FAULT_RX,	   /* a message arrived: ignored? */
+	CLT_FAULT_ERR,	   /* a connection error: unnoticed? */
+	CLT_FAULT_CONNECT, /* a connect: unreachable? */
+	CLT_FAULT_RSP,	   /* a response arrived: held back *@arg ms? */
+};
+
+/*
+ * The one fault hook: true if the fault of @path acts at @point (DROP at
+ * every point but RSP, DELAY at RSP, where *@arg is set to its
+ * milliseconds). One atomic load when no fault is set.
+ */
+static inline bool clt_fault_hit(const struct clt_path *path,
+				 enum clt_fault_point point, unsigned int *arg)
+{
+	int f = atomic_load(&path->fault);
+
+	if (f == IBTRS_FAULT_NONE)
+		return false;
+	if (point != CLT_FAULT_RSP)
+		return f == IBTRS_FAULT_DROP;
+	if (f != IBTRS_FAULT_DELAY)
+		return false;
+	*arg = atomic_load(&path->fault_arg);
+	return true;
+}
 
 static inline struct clt_path *clt_path_get(struct ibtrs_clt *sess,
 					    unsigned int idx)

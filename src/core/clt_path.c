@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * clt_path.c - client paths: connect and INFO exchange, the state machine,
- * failure and failover, reconnect, heartbeats, fault injection, and the
- * receive side of requests.
+ * failure and failover, reconnect, heartbeats, and the receive side of
+ * requests.
  */
 #include <assert.h>
 #include <errno.h>
@@ -255,7 +255,7 @@ static void path_counted_down(struct clt_path *path)
  * Loop thread: a connected path failed. Its requests move on, and it is
  * reconnected unless the policy says otherwise.
  */
-static void path_fail(struct clt_path *path, const char *why)
+void clt_path_fail(struct clt_path *path, const char *why)
 {
 	struct ibtrs_clt *sess = path->sess;
 	bool retry = may_reconnect(path);
@@ -300,7 +300,7 @@ void clt_path_close(struct clt_path *path)
 void clt_path_say_close(struct clt_path *path)
 {
 	if (path_state(path) == IBTRS_PATH_CONNECTED && path->cons[0].xcon &&
-	    atomic_load(&path->fault) != IBTRS_FAULT_DROP)
+	    !clt_fault_hit(path, CLT_FAULT_CTL_TX, NULL))
 		path->sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
 					    ibtrs_imm_hb(IBTRS_IMM_CLOSE), 0,
 					    IBTRS_XPRT_IMM);
@@ -314,7 +314,7 @@ static void path_proto_error(struct clt_path *path, const char *what)
 	ibtrs_log(IBTRS_LOG_ERR, "session %s: path %s: protocol error: %s",
 		  path->sess->sessname, path_name(path), what);
 	snprintf(why, sizeof(why), "protocol error: %s", what);
-	path_fail(path, why);
+	clt_path_fail(path, why);
 }
 
 /* Loop thread: a connect finished; the path carries requests again. */
@@ -376,7 +376,7 @@ static void process_rsp(struct clt_con *con, uint32_t imm)
 	struct ibtrs_clt *sess = path->sess;
 	struct clt_req *req;
 	uint32_t chunk;
-	unsigned int s;
+	unsigned int s, delay_ms;
 	int err;
 
 	ibtrs_imm_rsp_unpack(imm, &chunk, &err);
@@ -390,11 +390,10 @@ static void process_rsp(struct clt_con *con, uint32_t imm)
 		path_proto_error(path, "response to no request");
 		return;
 	}
-	if (atomic_load(&path->fault) == IBTRS_FAULT_DELAY) {
+	if (clt_fault_hit(path, CLT_FAULT_RSP, &delay_ms)) {
 		/* Injected delay: apply it from the tick. */
 		req->delay_until =
-			ibtrs_now_ns() +
-			(uint64_t)atomic_load(&path->fault_arg) * 1000000;
+			ibtrs_now_ns() + (uint64_t)delay_ms * 1000000;
 		req->delay_gen = req->gen;
 		req->delay_con = con;
 		req->rsp_err = err;
@@ -458,7 +457,7 @@ static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	if (path_state(path) != IBTRS_PATH_CONNECTED &&
 	    path_state(path) != IBTRS_PATH_CLOSING)
 		return;
-	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP) {
+	if (clt_fault_hit(path, CLT_FAULT_RX, NULL)) {
 		/* As if it never arrived. */
 		sess->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
 		return;
@@ -507,11 +506,11 @@ static void clt_con_err(struct ibtrs_xprt_con *xcon, int err)
 		return;
 	}
 	/* A cut cable brings no reset either: the heartbeat will tell. */
-	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+	if (clt_fault_hit(path, CLT_FAULT_ERR, NULL))
 		return;
 	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
 		 strerror(-err));
-	path_fail(path, why);
+	clt_path_fail(path, why);
 }
 
 const struct ibtrs_xprt_handler clt_handler = {
@@ -670,7 +669,7 @@ static int path_handshake(struct clt_path *path)
 	int ret = 0;
 
 	/* A dropping path reaches nothing, its connects included. */
-	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+	if (clt_fault_hit(path, CLT_FAULT_CONNECT, NULL))
 		return -EHOSTUNREACH;
 	path->recon_cnt++;
 	pthread_mutex_lock(&path->info_lock);
@@ -846,22 +845,6 @@ void clt_connector_stop(struct ibtrs_clt *sess)
 /* ------------------------------------------------------------------ */
 /* tick: heartbeats, delayed responses, pending deadlines, faults      */
 
-static void apply_fault(struct ibtrs_clt *sess, struct clt_path *path,
-			enum ibtrs_fault_type type, unsigned int arg)
-{
-	static const char *const names[] = { "none", "drop", "delay", "close" };
-
-	clt_event(sess, (int)path->idx, "fault injected: %s %u", names[type],
-		  arg);
-	if (type == IBTRS_FAULT_CLOSE) {
-		atomic_store(&path->fault, IBTRS_FAULT_NONE);
-		path_fail(path, "fault injection: close");
-		return;
-	}
-	atomic_store(&path->fault_arg, arg);
-	atomic_store(&path->fault, (int)type);
-}
-
 static void tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 		      uint64_t now)
 {
@@ -872,10 +855,10 @@ static void tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 	/* A dropping path sends no heartbeat, as a cut cable would not. */
 	switch (ibtrs_hb_tick(&sess->hb, now, path->last_rx_ns,
 			      &path->last_hb_tx_ns,
-			      atomic_load(&path->fault) != IBTRS_FAULT_DROP,
-			      why, sizeof(why))) {
+			      !clt_fault_hit(path, CLT_FAULT_CTL_TX, NULL), why,
+			      sizeof(why))) {
 	case IBTRS_HB_DEAD:
-		path_fail(path, why);
+		clt_path_fail(path, why);
 		return;
 	case IBTRS_HB_SEND:
 		if (!path->hb_sent_ns)
@@ -918,75 +901,12 @@ void clt_tick(void *arg)
 	uint64_t now = ibtrs_now_ns();
 	unsigned int i, n = atomic_load(&sess->path_cnt);
 
-	for (i = 0; i < sess->nr_faults; i++) {
-		struct clt_fault *f = &sess->faults[i];
-
-		if (f->done || now < f->due_ns || f->idx >= n ||
-		    path_state(sess->paths[f->idx]) != IBTRS_PATH_CONNECTED)
-			continue;
-		f->done = true;
-		apply_fault(sess, sess->paths[f->idx], f->type, f->arg);
-	}
+	clt_fault_tick(sess, now);
 	for (i = 0; i < n; i++)
 		tick_path(sess, sess->paths[i], now);
 	tick_delayed(sess, now);
 	if (sess->pending)
 		expire_pending(sess, now);
-}
-
-/*
- * IBTRS_FAULT: IDX:TYPE[=ARG][@AFTER_MS] separated by commas, e.g.
- * "1:drop@3000,0:delay=20".
- */
-int clt_parse_faults(struct ibtrs_clt *sess, const char *spec)
-{
-	static const char *const names[] = { "none", "drop", "delay", "close" };
-	const char *p = spec;
-
-	while (p && *p) {
-		struct clt_fault f = { 0 };
-		unsigned long idx, arg = 0, after = 0;
-		char *end;
-		unsigned int t;
-		size_t len;
-
-		if (sess->nr_faults == CLT_MAX_FAULTS)
-			return -EINVAL;
-		idx = strtoul(p, &end, 10);
-		if (end == p || *end != ':' || idx >= IBTRS_MAX_PATHS)
-			return -EINVAL;
-		p = end + 1;
-		len = strcspn(p, "=@,");
-		for (t = 0; t < ARRAY_SIZE(names); t++)
-			if (strlen(names[t]) == len &&
-			    !strncmp(p, names[t], len))
-				break;
-		if (t == ARRAY_SIZE(names))
-			return -EINVAL;
-		p += len;
-		if (*p == '=') {
-			arg = strtoul(p + 1, &end, 10);
-			if (end == p + 1 || arg > 600000)
-				return -EINVAL;
-			p = end;
-		}
-		if (*p == '@') {
-			after = strtoul(p + 1, &end, 10);
-			if (end == p + 1 || after > 86400000)
-				return -EINVAL;
-			p = end;
-		}
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return -EINVAL;
-		f.idx = (unsigned int)idx;
-		f.type = (enum ibtrs_fault_type)t;
-		f.arg = (unsigned int)arg;
-		f.due_ns = ibtrs_now_ns() + (uint64_t)after * 1000000;
-		sess->faults[sess->nr_faults++] = f;
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1162,7 +1082,7 @@ static void path_disconnect_fn(void *arg)
 
 	path->no_reconnect = true;
 	if (path_state(path) == IBTRS_PATH_CONNECTED) {
-		path_fail(path, "disconnected on request");
+		clt_path_fail(path, "disconnected on request");
 	} else if (path_state(path) == IBTRS_PATH_RECONNECTING) {
 		path_change(path, IBTRS_PATH_CLOSED, "disconnected on request");
 		if (!sess_has_hope(sess))
@@ -1185,7 +1105,7 @@ static void path_reset_fn(void *arg)
 	struct clt_path *path = arg;
 
 	path->no_reconnect = true; /* this caller reconnects it */
-	path_fail(path, "reconnect on request");
+	clt_path_fail(path, "reconnect on request");
 	if (path_state(path) == IBTRS_PATH_RECONNECTING)
 		path_change(path, IBTRS_PATH_CLOSED, "reconnect on request");
 	path->no_reconnect = false;
@@ -1203,31 +1123,4 @@ int ibtrs_clt_reconnect_path(struct ibtrs_clt *sess, unsigned int idx)
 	clt_path_destroy_cons(path);
 	pthread_mutex_unlock(&path->connect_lock);
 	return path_connect(path, "reconnect on request");
-}
-
-struct fault_call {
-	struct clt_path *path;
-	enum ibtrs_fault_type type;
-	unsigned int arg;
-};
-
-static void fault_fn(void *arg)
-{
-	struct fault_call *fc = arg;
-
-	apply_fault(fc->path->sess, fc->path, fc->type, fc->arg);
-}
-
-int ibtrs_clt_inject_fault(struct ibtrs_clt *sess, unsigned int idx,
-			   enum ibtrs_fault_type type, unsigned int arg)
-{
-	struct fault_call fc = { .type = type, .arg = arg };
-
-	fc.path = sess ? clt_path_get(sess, idx) : NULL;
-	if (!fc.path)
-		return -ENOENT;
-	if ((unsigned int)type > IBTRS_FAULT_CLOSE)
-		return -EINVAL;
-	ibtrs_loop_call(sess->loop, fault_fn, &fc);
-	return 0;
 }

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ibtrs_fault.h"
 #include "json.h"
 #include "log.h"
 

@@ -39,6 +39,10 @@ run_bounded 120 cmake --install "$BUILD" --prefix "$prefix" \
 [ -f "$prefix/include/ibtrs.h" ] || bad "include/ibtrs.h is not installed"
 cmp -s "$prefix/include/ibtrs.h" "$SRC/include/ibtrs.h" ||
 	bad "the installed ibtrs.h differs from include/ibtrs.h"
+[ -f "$prefix/include/ibtrs_fault.h" ] ||
+	bad "include/ibtrs_fault.h is not installed"
+cmp -s "$prefix/include/ibtrs_fault.h" "$SRC/include/ibtrs_fault.h" ||
+	bad "the installed ibtrs_fault.h differs from include/ibtrs_fault.h"
 
 libdir=
 for d in "$prefix"/lib*; do
@@ -113,11 +117,19 @@ if command -v nm >/dev/null; then
 	[ -z "$others" ] ||
 		bad "the library exports symbols outside ibtrs_*: $(echo $others)"
 	# Every function the header declares is exported.
-	for fn in $(grep -oE '\bibtrs_[a-z0-9_]+\(' "$SRC/include/ibtrs.h" |
-		tr -d '(' | sort -u); do
-		awk -v f="$fn" '$3 == f || $3 ~ "^" f "@" { ok = 1 } END { exit !ok }' \
-			"$TMP/nm.out" || bad "$fn is declared in ibtrs.h but not exported"
+	for h in ibtrs.h ibtrs_fault.h; do
+		for fn in $(grep -oE '\bibtrs_[a-z0-9_]+\(' "$SRC/include/$h" |
+			tr -d '(' | sort -u); do
+			awk -v f="$fn" '$3 == f || $3 ~ "^" f "@" { ok = 1 } END { exit !ok }' \
+				"$TMP/nm.out" || bad "$fn is declared in $h but not exported"
+		done
 	done
+	# The fault API in its own node, and still where it was for binaries
+	# linked against 0.1.
+	grep -q ' ibtrs_clt_inject_fault@@IBTRS_FAULT_1$' "$TMP/nm.out" ||
+		bad "ibtrs_clt_inject_fault is not the default of IBTRS_FAULT_1"
+	grep -q ' ibtrs_clt_inject_fault@IBTRS_0.1$' "$TMP/nm.out" ||
+		bad "ibtrs_clt_inject_fault@IBTRS_0.1 is gone"
 else
 	warn "nm is missing: exported symbols not checked"
 fi
