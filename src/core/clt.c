@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * clt.c - the client session: open and close, tags, request submission
- * and completion, path selection, the event log and the public queries.
- *
- * A request completes once both its send has left (the caller's buffers
- * are free again) and its response has arrived; whichever comes second
- * completes it, always on the loop thread. When its path dies first, the
- * request moves to another path with the same tag and generation, so the
- * server can tell a replay from a new request (docs/protocol.md).
+ * clt.c - the client session: open and close, tags, path selection, the
+ * event log and the public queries. Requests are clt_req.c's.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -74,67 +68,6 @@ size_t ibtrs_clt_get_events(struct ibtrs_clt *sess, struct ibtrs_event *ev,
 }
 
 /* ------------------------------------------------------------------ */
-/* completions                                                          */
-
-/* Take the request; true if this caller must complete it. */
-bool clt_req_claim(struct clt_req *req)
-{
-	unsigned int s = atomic_load(&req->state);
-
-	do {
-		if (!(s & REQ_INFLIGHT))
-			return false;
-	} while (!atomic_compare_exchange_weak(&req->state, &s, 0));
-	return true;
-}
-
-/* Loop thread, request claimed (or taken off the pending list). */
-void clt_req_complete(struct clt_req *req, int err)
-{
-	struct clt_path *path = req->path;
-
-	if (req->mr_mapped) {
-		if (!err)
-			req->sess->ops->mr_sync(req->mr);
-		req->sess->ops->mr_unmap(req->mr);
-		req->mr_mapped = false;
-	}
-	if (path) {
-		/* The time the loop woke up for this batch: when the answer
-		 * was taken in. A request posted from another thread during
-		 * the batch can be answered in it: then read the clock. */
-		uint64_t now = ibtrs_loop_now_ns(req->sess->loop);
-
-		if (now < req->start_ns)
-			now = ibtrs_now_ns();
-		/* The loop thread is the only writer of these. */
-		if (err) {
-			ibtrs_counter_add(&path->errors, 1);
-		} else if (req->dir == IBTRS_READ) {
-			ibtrs_counter_add(&path->rd_ops, 1);
-			ibtrs_counter_add(&path->rd_bytes, req->data_len);
-		} else {
-			ibtrs_counter_add(&path->wr_ops, 1);
-			ibtrs_counter_add(&path->wr_bytes, req->data_len);
-		}
-		ibtrs_hist_add(&path->hist, now - req->start_ns);
-	}
-	req->conf(req->priv, err);
-}
-
-static void req_done_work(struct ibtrs_work *w)
-{
-	struct clt_req *req = container_of(w, struct clt_req, done_work);
-	unsigned int s = atomic_load(&req->state);
-
-	if ((s & (REQ_SENT | REQ_RSP)) == (REQ_SENT | REQ_RSP) &&
-	    clt_req_claim(req)) {
-		atomic_fetch_sub(&req->path->inflight, 1);
-		clt_req_complete(req, req->rsp_err);
-	}
-}
-
-/* ------------------------------------------------------------------ */
 /* geometry, tags                                                       */
 
 int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
@@ -188,10 +121,8 @@ int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
 
 		tag->sess = sess;
 		tag->mem_id = i;
-		req->sess = sess;
-		req->mem_id = i;
-		req->sg = sess->sg_mem + (size_t)i * sess->max_segments;
-		req->done_work.fn = req_done_work;
+		clt_req_init(sess, req, i,
+			     sess->sg_mem + (size_t)i * sess->max_segments);
 		ret = sess->ops->mr_alloc(sess->pd, sess->max_segments,
 					  &req->mr);
 		if (ret)
@@ -268,7 +199,7 @@ void *ibtrs_tag_to_pdu(struct ibtrs_tag *tag)
 }
 
 /* ------------------------------------------------------------------ */
-/* requests                                                             */
+/* path selection                                                       */
 
 /* Choose a connected path by the session's policy; -1 if none. */
 int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
@@ -294,22 +225,22 @@ int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
 	return ibtrs_policy_select(atomic_load(&sess->policy), pp, n, &cursor);
 }
 
-static struct clt_con *pick_con(struct clt_path *path,
-				enum ibtrs_clt_con_type type)
+/* Fill entry @to of the table; write side open. */
+/* Can any path of the session still carry requests, now or later? */
+bool clt_sess_has_hope(struct ibtrs_clt *sess)
 {
-	int cpu;
+	unsigned int i, n = atomic_load(&sess->path_cnt);
 
-	if (type == IBTRS_USR_CON || path->con_num == 1)
-		return &path->cons[0];
-	if (path->con_num == 2) /* one I/O connection: no CPU to ask */
-		return &path->cons[1];
-	cpu = sched_getcpu();
-	if (cpu < 0)
-		cpu = 0;
-	return &path->cons[1 + (unsigned int)cpu % (path->con_num - 1)];
+	for (i = 0; i < n; i++) {
+		int st = atomic_load(&sess->paths[i]->state);
+
+		if (st == IBTRS_PATH_CONNECTED || st == IBTRS_PATH_CONNECTING ||
+		    st == IBTRS_PATH_RECONNECTING)
+			return true;
+	}
+	return false;
 }
 
-/* Fill entry @to of the table; write side open. */
 static void mem_ent_set(struct clt_mem_ent *to, uintptr_t addr, size_t len,
 			uint64_t raddr, uint32_t key)
 {
@@ -317,201 +248,6 @@ static void mem_ent_set(struct clt_mem_ent *to, uintptr_t addr, size_t len,
 	atomic_store_explicit(&to->len, len, memory_order_relaxed);
 	atomic_store_explicit(&to->raddr, raddr, memory_order_relaxed);
 	atomic_store_explicit(&to->key, key, memory_order_relaxed);
-}
-
-/*
- * A READ whose one destination iovec lies in registered memory is
- * answered straight into it: the region's key, at the iovec's offset.
- * No lock: the table is read under its sequence count, and read again if
- * a registration changed it meanwhile.
- */
-static bool mem_desc(struct ibtrs_clt *sess, struct clt_req *req,
-		     struct ibtrs_desc *desc)
-{
-	uintptr_t base = (uintptr_t)req->sg[0].iov_base;
-	unsigned int seq, i, n;
-	bool found;
-
-	if (req->sg_cnt != 1 ||
-	    !atomic_load_explicit(&sess->nr_mems, memory_order_relaxed))
-		return false;
-	do {
-		seq = ibtrs_seq_read_begin(&sess->mem_seq);
-		n = atomic_load_explicit(&sess->nr_mems, memory_order_relaxed);
-		found = false;
-		for (i = 0; i < n && i < IBTRS_MAX_MEM_REGS; i++) {
-			const struct clt_mem_ent *e = &sess->mem_tab[i];
-			uintptr_t a = atomic_load_explicit(
-				&e->addr, memory_order_relaxed);
-			size_t len = atomic_load_explicit(&e->len,
-							  memory_order_relaxed);
-
-			if (base >= a && req->data_len <= len &&
-			    base - a <= len - req->data_len) {
-				desc->addr = atomic_load_explicit(
-						     &e->raddr,
-						     memory_order_relaxed) +
-					     (base - a);
-				desc->key = atomic_load_explicit(
-					&e->key, memory_order_relaxed);
-				found = true;
-				break;
-			}
-		}
-	} while (ibtrs_seq_read_retry(&sess->mem_seq, seq));
-	return found;
-}
-
-/*
- * Post @req on @path; path connected, path->lock held for reading unless
- * on the loop thread. Every post of one request, replays after a failover
- * included, carries the same generation, so that the server recognises a
- * replay.
- */
-int clt_req_post(struct clt_path *path, struct clt_req *req)
-{
-	struct ibtrs_clt *sess = path->sess;
-	const struct ibtrs_desc *rbuf = &path->rbufs[req->mem_id];
-	struct iovec iov[CLT_MAX_SEGMENTS + 1];
-	struct ibtrs_req_trailer t = {
-		.dir = req->dir,
-		.usr_len = (uint16_t)req->usr_len,
-	};
-	struct clt_con *con = pick_con(path, req->con_type);
-	unsigned int cnt = 0, flags = IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED;
-	uint64_t raddr = rbuf->addr;
-	uint32_t imm;
-	int ret;
-
-	t.gen = req->gen;
-	if (req->dir == IBTRS_READ && req->data_len) {
-		if (!mem_desc(sess, req, &t.desc)) {
-			ret = sess->ops->mr_map(req->mr, req->sg, req->sg_cnt);
-			if (ret)
-				return ret;
-			req->mr_mapped = true;
-			t.desc.addr = req->mr->addr;
-			t.desc.key = req->mr->key;
-		}
-		t.desc.len = req->data_len;
-	}
-	ibtrs_trailer_encode((struct ibtrs_trailer *)(req->hdr + req->usr_len),
-			     &t);
-	if (req->dir == IBTRS_WRITE) {
-		memcpy(iov, req->sg, req->sg_cnt * sizeof(*iov));
-		cnt = req->sg_cnt;
-	} else {
-		raddr += req->data_len;
-	}
-	iov[cnt].iov_base = req->hdr;
-	iov[cnt].iov_len = req->usr_len + sizeof(struct ibtrs_trailer);
-	cnt++;
-	imm = ibtrs_imm_req(req->mem_id, req->data_len + req->usr_len,
-			    sess->off_bits);
-
-	req->path = path;
-	req->con = con;
-	/* With others in flight on the path, their completions are due and
-	 * more requests are likely to follow: the backend may gather this one
-	 * with them. Alone, it leaves at once. */
-	if (atomic_fetch_add(&path->inflight, 1))
-		flags |= IBTRS_XPRT_LAZY;
-	/* Release: whoever sees INFLIGHT sees the fields set above. */
-	atomic_store_explicit(&req->state, REQ_INFLIGHT, memory_order_release);
-	/* A dropping path swallows the request, as a dead link would. */
-	if (clt_fault_hit(path, CLT_FAULT_POST, NULL))
-		return 0;
-	ret = sess->ops->post_write(con->xcon, iov, cnt, raddr, rbuf->key, imm,
-				    ((uint64_t)req->gen << 32) | req->mem_id,
-				    flags);
-	if (ret) {
-		atomic_store(&req->state, 0);
-		atomic_fetch_sub(&path->inflight, 1);
-		if (req->mr_mapped) {
-			sess->ops->mr_unmap(req->mr);
-			req->mr_mapped = false;
-		}
-	}
-	return ret;
-}
-
-int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
-		      struct ibtrs_tag *tag, void *priv,
-		      const struct iovec *vec, size_t nr, size_t len,
-		      const struct iovec *sg, unsigned int sg_cnt)
-{
-	struct clt_req *req;
-	size_t usr_len = 0, sum = 0, i;
-	unsigned int try, n;
-	int ret = -ENOTCONN;
-	bool on_loop;
-
-	if (!sess || !tag || !conf || tag->sess != sess ||
-	    (dir != IBTRS_READ && dir != IBTRS_WRITE) || (nr && !vec) ||
-	    (sg_cnt && !sg))
-		return -EINVAL;
-	if (sg_cnt > sess->max_segments)
-		return -EINVAL;
-	if (len > sess->max_io_size)
-		return -EMSGSIZE;
-	for (i = 0; i < sg_cnt; i++)
-		sum += sg[i].iov_len;
-	if (sum != len)
-		return -EINVAL;
-	for (i = 0; i < nr; i++) {
-		usr_len += vec[i].iov_len;
-		if (usr_len > sess->max_usr_msg)
-			return -EMSGSIZE;
-	}
-	req = &sess->reqs[tag->mem_id];
-	if (atomic_load(&req->state) & (REQ_INFLIGHT | REQ_PENDING))
-		return -EBUSY;
-
-	/* The user message and the iovec array are copied. */
-	for (i = 0, sum = 0; i < nr; i++) {
-		memcpy(req->hdr + sum, vec[i].iov_base, vec[i].iov_len);
-		sum += vec[i].iov_len;
-	}
-	/* A request without data may pass sg NULL: copy nothing then. */
-	if (sg_cnt)
-		memcpy(req->sg, sg, sg_cnt * sizeof(*sg));
-	req->sg_cnt = sg_cnt;
-	req->usr_len = (uint32_t)usr_len;
-	req->conf = conf;
-	req->priv = priv;
-	req->dir = dir;
-	req->con_type = tag->con_type;
-	req->data_len = (uint32_t)len;
-	/* Only the loop thread takes a path out of CONNECTED (path_change()):
-	 * a completion callback submitting on it needs no lock to keep the
-	 * path as it found it. */
-	on_loop = ibtrs_loop_on_thread(sess->loop);
-	/* Submitted from a completion: the loop's time of this batch, like
-	 * the end of the request; from another thread: the clock. */
-	req->start_ns = on_loop ? ibtrs_loop_batch_ns(sess->loop)
-				: ibtrs_now_ns();
-	req->deadline_ns = 0;
-	req->gen++; /* a new request; every post of it carries this */
-	n = atomic_load(&sess->path_cnt);
-	for (try = 0; try < n; try++) {
-		int idx = clt_select_path(sess, NULL);
-		struct clt_path *path;
-
-		if (idx < 0)
-			break;
-		path = sess->paths[idx];
-		if (!on_loop)
-			pthread_rwlock_rdlock(&path->lock);
-		if (atomic_load(&path->state) == IBTRS_PATH_CONNECTED)
-			ret = clt_req_post(path, req);
-		else
-			ret = -ENOTCONN;
-		if (!on_loop)
-			pthread_rwlock_unlock(&path->lock);
-		if (ret != -ENOTCONN)
-			return ret;
-	}
-	return -ENOTCONN;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * clt.h - client objects shared by clt.c (sessions, tags, requests),
- * clt_path.c (paths: connect, failure, failover, reconnect, heartbeats,
- * statistics) and clt_fault.c (fault injection, for testing).
+ * clt.h - client objects shared by clt.c (sessions, tags), clt_req.c
+ * (requests, clt_req.h), clt_path.c (paths: connect, failure, failover,
+ * reconnect, heartbeats, statistics) and clt_fault.c (fault injection, for
+ * testing).
  *
  * Threads: the caller's threads submit; the session's loop thread
  * receives, completes and runs every callback; the session's connector
@@ -23,6 +24,7 @@
 
 #include "addr.h"
 #include "core.h"
+#include "clt_req.h"
 #include "ctl.h"
 #include "hb.h"
 #include "loop.h"
@@ -45,16 +47,6 @@
 #define WR_ID_IMM 0
 #define WR_ID_HB 1
 #define WR_ID_INFO UINT64_MAX
-
-/*
- * Request state bits. INFLIGHT: posted on req->path. SENT: the send left,
- * the caller's buffers are free again. RSP: the response arrived. PENDING:
- * its path died and no other was connected; waiting on sess->pending.
- */
-#define REQ_INFLIGHT 0x1u
-#define REQ_SENT 0x2u
-#define REQ_RSP 0x4u
-#define REQ_PENDING 0x8u
 
 struct ibtrs_tag {
 	struct ibtrs_clt *sess;
@@ -81,7 +73,7 @@ struct clt_req {
 	uint32_t usr_len;
 	uint32_t gen; /* same for every replay of one request */
 	int rsp_err;
-	_Atomic unsigned int state;
+	_Atomic int state; /* enum clt_req_state: clt_req_change() only */
 	uint64_t start_ns;
 	uint64_t deadline_ns;	  /* failover deadline, once orphaned */
 	struct ibtrs_xprt_mr *mr; /* READ destination */
@@ -89,13 +81,16 @@ struct clt_req {
 	struct iovec *sg;	  /* copy of the caller's data iovecs */
 	unsigned int sg_cnt;
 	struct ibtrs_work done_work;
-	/* loop thread: parked for failover, or a delayed response */
+	/* loop thread: parked for failover */
 	struct clt_req *next_pending;
-	struct clt_req *next_delayed;
-	uint64_t delay_until;
-	uint32_t delay_gen;
-	struct clt_con *delay_con;
-	bool delayed;
+	/* loop thread: a response held back by an injected delay */
+	struct {
+		struct clt_req *next; /* on sess->delayed */
+		uint64_t until;
+		uint32_t gen;	     /* of the request it answers */
+		struct clt_con *con; /* where it arrived */
+		bool queued;	     /* on sess->delayed */
+	} delay;
 	char hdr[IBTRS_MAX_USR_MSG + sizeof(struct ibtrs_trailer)];
 };
 
@@ -249,10 +244,11 @@ struct ibtrs_clt {
 	unsigned int ev_head, ev_cnt;
 };
 
-/* clt.c */
-void clt_req_complete(struct clt_req *req, int err);
-bool clt_req_claim(struct clt_req *req);
-int clt_req_post(struct clt_path *path, struct clt_req *req);
+/*
+ * clt.c. clt_select_path() and clt_sess_has_hope() are what clt_req.c
+ * asks of the paths.
+ */
+bool clt_sess_has_hope(struct ibtrs_clt *sess);
 int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude);
 void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -272,7 +268,6 @@ void clt_path_destroy_cons(struct clt_path *path);
 void clt_tick(void *arg);
 int clt_connector_start(struct ibtrs_clt *sess);
 void clt_connector_stop(struct ibtrs_clt *sess);
-void clt_fail_pending(struct ibtrs_clt *sess, int err);
 /* Loop thread: fail a connected path (its requests move on). */
 void clt_path_fail(struct clt_path *path, const char *why);
 

@@ -59,147 +59,6 @@ static enum ibtrs_path_state path_state(const struct clt_path *path)
 }
 
 /* ------------------------------------------------------------------ */
-/* failover                                                             */
-
-/* Can any path of the session still carry requests, now or later? */
-static bool sess_has_hope(struct ibtrs_clt *sess)
-{
-	unsigned int i, n = atomic_load(&sess->path_cnt);
-
-	for (i = 0; i < n; i++) {
-		enum ibtrs_path_state st = path_state(sess->paths[i]);
-
-		if (st == IBTRS_PATH_CONNECTED || st == IBTRS_PATH_CONNECTING ||
-		    st == IBTRS_PATH_RECONNECTING)
-			return true;
-	}
-	return false;
-}
-
-static void pending_add(struct ibtrs_clt *sess, struct clt_req *req)
-{
-	atomic_store(&req->state, REQ_PENDING);
-	req->next_pending = NULL;
-	*sess->pending_tail = req;
-	sess->pending_tail = &req->next_pending;
-}
-
-/* Loop thread: fail every parked request. */
-void clt_fail_pending(struct ibtrs_clt *sess, int err)
-{
-	while (sess->pending) {
-		struct clt_req *req = sess->pending;
-
-		sess->pending = req->next_pending;
-		if (!sess->pending)
-			sess->pending_tail = &sess->pending;
-		atomic_store(&req->state, 0);
-		clt_req_complete(req, err);
-	}
-}
-
-/*
- * Loop thread: post a request taken back from a dead path on another one,
- * or park it until a path comes back, or fail it if none can.
- */
-static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
-			const struct clt_path *from)
-{
-	unsigned int try, n = atomic_load(&sess->path_cnt);
-	uint64_t now = ibtrs_now_ns();
-
-	if (!req->deadline_ns)
-		req->deadline_ns = now + sess->failover_timeout_ns;
-	for (try = 0; try < n && !atomic_load(&sess->closing); try++) {
-		int idx = clt_select_path(sess, from);
-		struct clt_path *path;
-		int ret = -ENOTCONN;
-
-		if (idx < 0)
-			break;
-		path = sess->paths[idx];
-		/* Loop thread: the path stays as checked (path_change()). */
-		if (path_state(path) == IBTRS_PATH_CONNECTED)
-			ret = clt_req_post(path, req);
-		if (!ret)
-			return;
-	}
-	if (!atomic_load(&sess->closing) && sess_has_hope(sess) &&
-	    now < req->deadline_ns) {
-		pending_add(sess, req);
-		return;
-	}
-	clt_req_complete(req, -ECONNABORTED);
-}
-
-/* Loop thread: move the requests of a path that went down. */
-static void path_failover(struct clt_path *path)
-{
-	struct ibtrs_clt *sess = path->sess;
-	uint32_t i;
-
-	if (!sess->reqs)
-		return;
-	for (i = 0; i < sess->queue_depth; i++) {
-		struct clt_req *req = &sess->reqs[i];
-		unsigned int s = atomic_load(&req->state);
-
-		if (!(s & REQ_INFLIGHT) || req->path != path ||
-		    !clt_req_claim(req))
-			continue;
-		atomic_fetch_sub(&path->inflight, 1);
-		if (s & REQ_RSP) {
-			/* Answered already; only the send completion was
-			 * lost with the connection. */
-			clt_req_complete(req, req->rsp_err);
-			continue;
-		}
-		/* The replay maps its destination anew. */
-		if (req->mr_mapped) {
-			sess->ops->mr_unmap(req->mr);
-			req->mr_mapped = false;
-		}
-		atomic_fetch_add(&path->failovers, 1);
-		req_reroute(sess, req, path);
-	}
-}
-
-/* Loop thread: post the parked requests on the paths now connected. */
-static void resubmit_pending(struct ibtrs_clt *sess)
-{
-	struct clt_req *list = sess->pending;
-
-	sess->pending = NULL;
-	sess->pending_tail = &sess->pending;
-	while (list) {
-		struct clt_req *req = list;
-
-		list = req->next_pending;
-		atomic_store(&req->state, 0);
-		req_reroute(sess, req, NULL);
-	}
-}
-
-/* Loop thread: fail the parked requests whose deadline passed. */
-static void expire_pending(struct ibtrs_clt *sess, uint64_t now)
-{
-	struct clt_req **pp = &sess->pending;
-
-	while (*pp) {
-		struct clt_req *req = *pp;
-
-		if (now < req->deadline_ns && sess_has_hope(sess)) {
-			pp = &req->next_pending;
-			continue;
-		}
-		*pp = req->next_pending;
-		atomic_store(&req->state, 0);
-		clt_req_complete(req, -ECONNABORTED);
-	}
-	sess->pending_tail = pp;
-}
-
-/* ------------------------------------------------------------------ */
 /* up and down                                                          */
 
 static void schedule_reconnect(struct clt_path *path, uint64_t delay_ns)
@@ -268,11 +127,11 @@ void clt_path_fail(struct clt_path *path, const char *why)
 		return;
 	disconnect_cons(path);
 	path_counted_down(path);
-	path_failover(path);
+	clt_req_failover(path);
 	if (retry)
 		schedule_reconnect(path, (uint64_t)sess->reconnect_delay_sec *
 						 1000000000ull);
-	if (!sess_has_hope(sess))
+	if (!clt_sess_has_hope(sess))
 		clt_fail_pending(sess, -ECONNABORTED);
 }
 
@@ -288,7 +147,7 @@ void clt_path_close(struct clt_path *path)
 		return;
 	disconnect_cons(path);
 	path_counted_down(path);
-	path_failover(path);
+	clt_req_failover(path);
 	path_change(path, IBTRS_PATH_CLOSED, "closed");
 }
 
@@ -342,70 +201,11 @@ static void path_up_fn(void *arg)
 			sess->link_ev(sess->priv,
 				      IBTRS_CLT_LINK_EV_RECONNECTED);
 	}
-	resubmit_pending(sess);
+	clt_req_resubmit_pending(sess);
 }
 
 /* ------------------------------------------------------------------ */
 /* receive side                                                         */
-
-/*
- * Loop thread: the response to a request arrived on @con. If its send
- * completed already, take the request and complete it; if not, mark the
- * response, and the send completion completes it. One compare-and-swap
- * does either.
- */
-static void apply_rsp(struct clt_req *req, int err)
-{
-	unsigned int s = atomic_load(&req->state), to;
-
-	req->rsp_err = err;
-	do {
-		if (!(s & REQ_INFLIGHT))
-			return;
-		to = (s & REQ_SENT) ? 0 : s | REQ_RSP;
-	} while (!atomic_compare_exchange_weak(&req->state, &s, to));
-	if (!to) {
-		atomic_fetch_sub(&req->path->inflight, 1);
-		clt_req_complete(req, err);
-	}
-}
-
-static void process_rsp(struct clt_con *con, uint32_t imm)
-{
-	struct clt_path *path = con->path;
-	struct ibtrs_clt *sess = path->sess;
-	struct clt_req *req;
-	uint32_t chunk;
-	unsigned int s, delay_ms;
-	int err;
-
-	ibtrs_imm_rsp_unpack(imm, &chunk, &err);
-	if (chunk >= sess->queue_depth) {
-		path_proto_error(path, "response for a chunk out of range");
-		return;
-	}
-	req = &sess->reqs[chunk];
-	s = atomic_load(&req->state);
-	if (!(s & REQ_INFLIGHT) || (s & REQ_RSP) || req->con != con) {
-		path_proto_error(path, "response to no request");
-		return;
-	}
-	if (clt_fault_hit(path, CLT_FAULT_RSP, &delay_ms)) {
-		/* Injected delay: apply it from the tick. */
-		req->delay_until =
-			ibtrs_now_ns() + (uint64_t)delay_ms * 1000000;
-		req->delay_gen = req->gen;
-		req->delay_con = con;
-		req->rsp_err = err;
-		if (!req->delayed) {
-			req->delayed = true;
-			req->next_delayed = sess->delayed;
-			sess->delayed = req;
-		}
-		return;
-	}
-	apply_rsp(req, err);
-}
 
 static void process_info(struct clt_con *con, uint32_t len)
 {
@@ -426,21 +226,14 @@ static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	struct clt_con *con = xcon->ctx;
 	struct clt_path *path = con->path;
 	struct ibtrs_clt *sess = path->sess;
-	struct clt_req *req;
-	unsigned int s;
+	const char *what;
 
 	switch (wc->opcode) {
 	case IBTRS_WC_WRITE:
 		/* A flushed send: the path's failover takes the request. */
 		if (wc->status)
 			return;
-		/* Any thread: only record, complete on the loop thread. */
-		req = &sess->reqs[(uint32_t)wc->wr_id];
-		if (req->gen != (uint32_t)(wc->wr_id >> 32))
-			return;
-		s = atomic_fetch_or(&req->state, REQ_SENT);
-		if ((s & (REQ_INFLIGHT | REQ_RSP)) == (REQ_INFLIGHT | REQ_RSP))
-			ibtrs_loop_queue(sess->loop, &req->done_work);
+		clt_req_sent(sess, wc->wr_id);
 		return;
 	case IBTRS_WC_SEND:
 		return;
@@ -465,7 +258,11 @@ static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	path->last_rx_ns = ibtrs_loop_now_ns(sess->loop);
 	switch (ibtrs_imm_type(wc->imm)) {
 	case IBTRS_IMM_IO_RSP:
-		process_rsp(con, wc->imm);
+		what = clt_req_response(con, wc->imm);
+		if (what) {
+			path_proto_error(path, what);
+			return;
+		}
 		break;
 	case IBTRS_IMM_HB:
 		sess->ops->post_write(xcon, NULL, 0, 0, 0,
@@ -761,7 +558,7 @@ static void pending_check_fn(void *arg)
 {
 	struct ibtrs_clt *sess = arg;
 
-	if (!sess_has_hope(sess))
+	if (!clt_sess_has_hope(sess))
 		clt_fail_pending(sess, -ECONNABORTED);
 }
 
@@ -872,29 +669,6 @@ static void tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 	}
 }
 
-static void tick_delayed(struct ibtrs_clt *sess, uint64_t now)
-{
-	struct clt_req **pp = &sess->delayed;
-
-	while (*pp) {
-		struct clt_req *req = *pp;
-		unsigned int s;
-
-		if (now < req->delay_until) {
-			pp = &req->next_delayed;
-			continue;
-		}
-		*pp = req->next_delayed;
-		req->delayed = false;
-		s = atomic_load(&req->state);
-		/* Still the same request, on its path, not yet answered? */
-		if ((s & REQ_INFLIGHT) && !(s & REQ_RSP) &&
-		    req->gen == req->delay_gen && req->con == req->delay_con &&
-		    path_state(req->path) == IBTRS_PATH_CONNECTED)
-			apply_rsp(req, req->rsp_err);
-	}
-}
-
 void clt_tick(void *arg)
 {
 	struct ibtrs_clt *sess = arg;
@@ -904,9 +678,7 @@ void clt_tick(void *arg)
 	clt_fault_tick(sess, now);
 	for (i = 0; i < n; i++)
 		tick_path(sess, sess->paths[i], now);
-	tick_delayed(sess, now);
-	if (sess->pending)
-		expire_pending(sess, now);
+	clt_req_tick(sess, now);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1031,7 +803,7 @@ static void path_remove_fn(void *arg)
 
 	clt_path_close(path);
 	path_change(path, IBTRS_PATH_DEAD, "removed");
-	if (!sess_has_hope(path->sess))
+	if (!clt_sess_has_hope(path->sess))
 		clt_fail_pending(path->sess, -ECONNABORTED);
 }
 
@@ -1085,7 +857,7 @@ static void path_disconnect_fn(void *arg)
 		clt_path_fail(path, "disconnected on request");
 	} else if (path_state(path) == IBTRS_PATH_RECONNECTING) {
 		path_change(path, IBTRS_PATH_CLOSED, "disconnected on request");
-		if (!sess_has_hope(sess))
+		if (!clt_sess_has_hope(sess))
 			clt_fail_pending(sess, -ECONNABORTED);
 	}
 }
