@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,49 +197,7 @@ void *ibtrs_tag_to_pdu(struct ibtrs_tag *tag)
 	return tag ? (char *)tag + TAG_HDR_SIZE : NULL;
 }
 
-/* ------------------------------------------------------------------ */
-/* path selection                                                       */
-
-/* Choose a connected path by the session's policy; -1 if none. */
-int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
-{
-	struct ibtrs_policy_path pp[IBTRS_MAX_PATHS];
-	unsigned int i, n = atomic_load(&sess->path_cnt), cursor;
-
-	for (i = 0; i < n; i++) {
-		struct clt_path *p = sess->paths[i];
-
-		pp[i].usable = p != exclude &&
-			       atomic_load(&p->state) == IBTRS_PATH_CONNECTED;
-		pp[i].inflight = atomic_load_explicit(&p->inflight,
-						      memory_order_relaxed);
-		pp[i].rtt_ns = atomic_load_explicit(&p->hb_rtt_ns,
-						    memory_order_relaxed);
-	}
-	/* Round robin need not be exact: two submitters racing here may
-	 * take the same turn, which costs less than a locked add on every
-	 * request. */
-	cursor = atomic_load_explicit(&sess->rr, memory_order_relaxed);
-	atomic_store_explicit(&sess->rr, cursor + 1, memory_order_relaxed);
-	return ibtrs_policy_select(atomic_load(&sess->policy), pp, n, &cursor);
-}
-
 /* Fill entry @to of the table; write side open. */
-/* Can any path of the session still carry requests, now or later? */
-bool clt_sess_has_hope(struct ibtrs_clt *sess)
-{
-	unsigned int i, n = atomic_load(&sess->path_cnt);
-
-	for (i = 0; i < n; i++) {
-		int st = atomic_load(&sess->paths[i]->state);
-
-		if (st == IBTRS_PATH_CONNECTED || st == IBTRS_PATH_CONNECTING ||
-		    st == IBTRS_PATH_RECONNECTING)
-			return true;
-	}
-	return false;
-}
-
 static void mem_ent_set(struct clt_mem_ent *to, uintptr_t addr, size_t len,
 			uint64_t raddr, uint32_t key)
 {

@@ -244,12 +244,11 @@ struct ibtrs_clt {
 	unsigned int ev_head, ev_cnt;
 };
 
-/*
- * clt.c. clt_select_path() and clt_sess_has_hope() are what clt_req.c
- * asks of the paths.
- */
-bool clt_sess_has_hope(struct ibtrs_clt *sess);
+/* clt_req.c: which path a request takes, and whether any can. */
 int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude);
+bool clt_sess_has_hope(struct ibtrs_clt *sess);
+
+/* clt.c */
 void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r);

@@ -9,9 +9,9 @@
  * request moves to another path with the same tag and generation, so the
  * server can tell a replay from a new request (docs/protocol.md).
  *
- * Of the paths this file uses only what clt.h declares for it:
- * clt_select_path(), clt_sess_has_hope(), the path's state, counters and
- * remote buffers, and the fault hook. The path lifecycle (clt_path.c)
+ * Of a path this file reads only its state, connections, remote buffers
+ * and counters (clt.h), and asks the fault hook; it chooses the path of a
+ * request itself (clt_select_path()). The path lifecycle (clt_path.c)
  * calls in here, never the other way.
  */
 #include <errno.h>
@@ -169,6 +169,48 @@ void clt_req_init(struct ibtrs_clt *sess, struct clt_req *req, uint32_t i,
 	req->sg = sg;
 	req->done_work.fn = req_done_work;
 	atomic_init(&req->state, CLT_REQ_FREE);
+}
+
+/* ------------------------------------------------------------------ */
+/* path selection                                                       */
+
+/* Choose a connected path by the session's policy; -1 if none. */
+int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
+{
+	struct ibtrs_policy_path pp[IBTRS_MAX_PATHS];
+	unsigned int i, n = atomic_load(&sess->path_cnt), cursor;
+
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		pp[i].usable = p != exclude &&
+			       atomic_load(&p->state) == IBTRS_PATH_CONNECTED;
+		pp[i].inflight = atomic_load_explicit(&p->inflight,
+						      memory_order_relaxed);
+		pp[i].rtt_ns = atomic_load_explicit(&p->hb_rtt_ns,
+						    memory_order_relaxed);
+	}
+	/* Round robin need not be exact: two submitters racing here may
+	 * take the same turn, which costs less than a locked add on every
+	 * request. */
+	cursor = atomic_load_explicit(&sess->rr, memory_order_relaxed);
+	atomic_store_explicit(&sess->rr, cursor + 1, memory_order_relaxed);
+	return ibtrs_policy_select(atomic_load(&sess->policy), pp, n, &cursor);
+}
+
+/* Can any path of the session still carry requests, now or later? */
+bool clt_sess_has_hope(struct ibtrs_clt *sess)
+{
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	for (i = 0; i < n; i++) {
+		int st = atomic_load(&sess->paths[i]->state);
+
+		if (st == IBTRS_PATH_CONNECTED || st == IBTRS_PATH_CONNECTING ||
+		    st == IBTRS_PATH_RECONNECTING)
+			return true;
+	}
+	return false;
 }
 
 /* ------------------------------------------------------------------ */
