@@ -21,10 +21,18 @@
  *   PENDING  -> CLAIMED   taken off the parked list (replay or failure)
  *
  * Every change goes through clt_req_change(), a compare-and-swap from the
- * state its caller saw; CLAIMED is reached only through clt_req_claim().
- * Whoever claims a request is its only owner until it leaves CLAIMED,
- * which makes the race between a response, a send completion and a
- * failover safe without a lock: exactly one of them wins the swap.
+ * state its caller saw. Whoever moves a request into CLAIMED (the
+ * response, the queued completion, a failover through clt_req_claim(),
+ * or the taking of a parked one) is its only owner until it leaves
+ * CLAIMED, which makes the race between a response, a send completion
+ * and a failover safe without a lock: exactly one of them wins the swap.
+ *
+ * Where each state is left: FREE by the post; INFLIGHT by the send
+ * completion, the response or a claim (the racers), or by the post
+ * itself when it fails; SENT by the response or a claim; ANSWERED by the
+ * send completion or a claim; DONE by the queued completion or a claim;
+ * CLAIMED by the completion, a replay's post or the parking; PENDING by
+ * the taking off the list.
  */
 #ifndef IBTRS_CLT_REQ_H
 #define IBTRS_CLT_REQ_H
