@@ -50,17 +50,15 @@ static inline struct swmr *to_swmr(struct ibtrs_xprt_mr *mr)
 int swmr_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 {
 	struct swmr_pd *pd;
+	void *p, *table;
+	int ret;
 
-	if (!max_mrs || max_mrs > 0x10000)
-		return -EINVAL;
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return -ENOMEM;
-	pd->mrs = calloc(max_mrs, sizeof(*pd->mrs));
-	if (!pd->mrs) {
-		free(pd);
-		return -ENOMEM;
-	}
+	ret = ibtrs_xprt_pd_new(sizeof(*pd), max_mrs, sizeof(*pd->mrs), &p,
+				&table);
+	if (ret)
+		return ret;
+	pd = p;
+	pd->mrs = table;
 	pd->max_mrs = max_mrs;
 	pthread_mutex_init(&pd->lock, NULL);
 	*pdp = (struct ibtrs_xprt_pd *)pd;

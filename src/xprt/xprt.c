@@ -7,7 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "xprt.h"
+
+int ibtrs_xprt_pd_new(size_t size, unsigned int max_mrs, size_t slot, void **pd,
+		      void **table)
+{
+	if (!max_mrs || max_mrs > IBTRS_XPRT_MAX_MRS)
+		return -EINVAL;
+	*pd = calloc(1, size);
+	if (!*pd)
+		return -ENOMEM;
+	*table = calloc(max_mrs, slot);
+	if (!*table) {
+		free(*pd);
+		*pd = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void ibtrs_xprt_addr_str(struct ibtrs_xprt_con *con, ibtrs_xprt_name_fn name,
+			 char *local, char *peer, size_t len)
+{
+	struct sockaddr_storage ss;
+
+	if (!len)
+		return;
+	local[0] = peer[0] = '\0';
+	if (!name(con, false, &ss))
+		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, local, len);
+	if (!name(con, true, &ss))
+		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, peer, len);
+}
 
 static int stub_pd_alloc(struct ibtrs_xprt_pd **pd, unsigned int max_mrs)
 {
@@ -119,14 +151,17 @@ static int stub_post_write(struct ibtrs_xprt_con *con, const struct iovec *iov,
 	return -EOPNOTSUPP;
 }
 
+static int stub_name(struct ibtrs_xprt_con *con, bool peer,
+		     struct sockaddr_storage *ss)
+{
+	(void)con, (void)peer, (void)ss;
+	return -EOPNOTSUPP;
+}
+
 static void stub_addr_str(struct ibtrs_xprt_con *con, char *local, char *peer,
 			  size_t len)
 {
-	(void)con;
-	if (len) {
-		local[0] = '\0';
-		peer[0] = '\0';
-	}
+	ibtrs_xprt_addr_str(con, stub_name, local, peer, len);
 }
 
 #define FILL(slot, stub)                \

@@ -241,6 +241,35 @@ struct ibtrs_xprt_ops {
  */
 const struct ibtrs_xprt_ops *ibtrs_xprt_find(const char *name);
 
+/* --- helpers shared by the backends --- */
+
+/* Regions of one pd at most: the slot index is the low 16 bits of a key. */
+#define IBTRS_XPRT_MAX_MRS 0x10000
+
+/*
+ * A backend's new pd: *@pd gets @size zeroed bytes and *@table a zeroed
+ * table of @max_mrs slots of @slot bytes each, both to be freed with
+ * free(). @max_mrs must be 1 to IBTRS_XPRT_MAX_MRS.
+ * Return: 0, -EINVAL for a bad @max_mrs, -ENOMEM.
+ */
+int ibtrs_xprt_pd_new(size_t size, unsigned int max_mrs, size_t slot, void **pd,
+		      void **table);
+
+/*
+ * How a backend reads the local (@peer false) or the peer address of
+ * @con into @ss. Return: 0, or nonzero if it is not known.
+ */
+typedef int (*ibtrs_xprt_name_fn)(struct ibtrs_xprt_con *con, bool peer,
+				  struct sockaddr_storage *ss);
+
+/*
+ * The addr_str slot built on @name: the local and the peer address of @con
+ * as text into @local and @peer, of @len bytes each; an address @name does
+ * not know is "". Nothing is written if @len is 0.
+ */
+void ibtrs_xprt_addr_str(struct ibtrs_xprt_con *con, ibtrs_xprt_name_fn name,
+			 char *local, char *peer, size_t len);
+
 extern const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops;
 extern const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops;
 extern const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops;

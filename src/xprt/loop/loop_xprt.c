@@ -1239,16 +1239,19 @@ static void loop_destroy(struct ibtrs_xprt_con *con)
 		link_free(l);
 }
 
-static void loop_addr_str(struct ibtrs_xprt_con *con, char *local, char *peer,
-			  size_t len)
+static int loop_name(struct ibtrs_xprt_con *con, bool peer,
+		     struct sockaddr_storage *ss)
 {
 	struct loop_ep *e = to_ep(con);
 
-	if (!len)
-		return;
-	local[0] = peer[0] = '\0';
-	ibtrs_sockaddr_to_str((struct sockaddr *)&e->local, local, len);
-	ibtrs_sockaddr_to_str((struct sockaddr *)&e->peer, peer, len);
+	*ss = peer ? e->peer : e->local;
+	return 0;
+}
+
+static void loop_addr_str(struct ibtrs_xprt_con *con, char *local, char *peer,
+			  size_t len)
+{
+	ibtrs_xprt_addr_str(con, loop_name, local, peer, len);
 }
 
 /* ------------------------------------------------------------------ */

@@ -652,18 +652,15 @@ static size_t ofi_roundup(size_t len)
 static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 {
 	struct ofi_pd *pd;
+	void *p, *table;
 	int ret;
 
-	if (!max_mrs || max_mrs > 0x10000)
-		return -EINVAL;
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return -ENOMEM;
-	pd->direct = calloc(max_mrs, sizeof(*pd->direct));
-	if (!pd->direct) {
-		ret = -ENOMEM;
-		goto free_pd;
-	}
+	ret = ibtrs_xprt_pd_new(sizeof(*pd), max_mrs, sizeof(*pd->direct), &p,
+				&table);
+	if (ret)
+		return ret;
+	pd = p;
+	pd->direct = table;
 	ret = ofi_getinfo(NULL, NULL, NULL, 0, &pd->info);
 	if (ret)
 		goto free_direct;
@@ -693,7 +690,6 @@ free_info:
 	fi_freeinfo(pd->info);
 free_direct:
 	free(pd->direct);
-free_pd:
 	free(pd);
 	return ret;
 }
@@ -2204,21 +2200,20 @@ static void ofi_reject(struct ibtrs_xprt_connreq *xreq, const void *priv)
 	free(req);
 }
 
+static int ofi_name(struct ibtrs_xprt_con *xcon, bool peer,
+		    struct sockaddr_storage *ss)
+{
+	struct ofi_con *c = to_ofi_con(xcon);
+	size_t alen = sizeof(*ss);
+
+	return peer ? fi_getpeer(c->ep, ss, &alen)
+		    : fi_getname(&c->ep->fid, ss, &alen);
+}
+
 static void ofi_addr_str(struct ibtrs_xprt_con *xcon, char *local, char *peer,
 			 size_t len)
 {
-	struct ofi_con *c = to_ofi_con(xcon);
-	struct sockaddr_storage ss;
-	size_t alen = sizeof(ss);
-
-	if (!len)
-		return;
-	local[0] = peer[0] = '\0';
-	if (!fi_getname(&c->ep->fid, &ss, &alen))
-		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, local, len);
-	alen = sizeof(ss);
-	if (!fi_getpeer(c->ep, &ss, &alen))
-		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, peer, len);
+	ibtrs_xprt_addr_str(xcon, ofi_name, local, peer, len);
 }
 
 const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops = {

@@ -1436,21 +1436,20 @@ static void tcp_reject(struct ibtrs_xprt_connreq *req, const void *priv)
 	free(p);
 }
 
+static int tcp_name(struct ibtrs_xprt_con *xcon, bool peer,
+		    struct sockaddr_storage *ss)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+	socklen_t alen = sizeof(*ss);
+
+	return peer ? getpeername(c->fd, (struct sockaddr *)ss, &alen)
+		    : getsockname(c->fd, (struct sockaddr *)ss, &alen);
+}
+
 static void tcp_addr_str(struct ibtrs_xprt_con *xcon, char *local, char *peer,
 			 size_t len)
 {
-	struct tcp_con *c = to_tcp_con(xcon);
-	struct sockaddr_storage ss;
-	socklen_t alen = sizeof(ss);
-
-	if (!len)
-		return;
-	local[0] = peer[0] = '\0';
-	if (!getsockname(c->fd, (struct sockaddr *)&ss, &alen))
-		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, local, len);
-	alen = sizeof(ss);
-	if (!getpeername(c->fd, (struct sockaddr *)&ss, &alen))
-		ibtrs_sockaddr_to_str((struct sockaddr *)&ss, peer, len);
+	ibtrs_xprt_addr_str(xcon, tcp_name, local, peer, len);
 }
 
 const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
