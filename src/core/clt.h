@@ -274,6 +274,9 @@ void clt_connector_stop(struct ibtrs_clt *sess);
 void clt_fail_pending(struct ibtrs_clt *sess, int err);
 int clt_parse_faults(struct ibtrs_clt *sess, const char *spec);
 
+/* clt_ctl.c: the session on the control socket */
+extern const struct ctl_ops clt_ctl_ops;
+
 static inline struct clt_path *clt_path_get(struct ibtrs_clt *sess,
 					    unsigned int idx)
 {
