@@ -399,7 +399,7 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 	clt_event(sess, -1, "open: %u of %zu paths connected, queue depth %u",
 		  up, opts.path_cnt, sess->queue_depth);
 	if (!opts.no_control)
-		ibtrs_ctl_register(&sess->ctl, CTL_CLT, sess);
+		ibtrs_ctl_register(&sess->ctl, &clt_ctl_ops, sess);
 	return sess;
 
 stop_connector:
@@ -613,91 +613,6 @@ int ibtrs_clt_set_policy(struct ibtrs_clt *sess, int policy)
 int ibtrs_clt_get_policy(struct ibtrs_clt *sess)
 {
 	return sess ? atomic_load(&sess->policy) : -EINVAL;
-}
-
-/* ------------------------------------------------------------------ */
-/* control socket                                                       */
-
-const char *clt_ctl_name(struct ibtrs_clt *sess)
-{
-	return sess->sessname;
-}
-
-int clt_ctl_add_path(struct ibtrs_clt *sess, const char *addr)
-{
-	struct sockaddr_storage src, dst;
-	struct ibtrs_addr a = { .src = &src, .dst = &dst };
-	int ret;
-
-	ret = ibtrs_addr_to_sockaddr(addr, strlen(addr), sess->port, &a);
-	if (ret)
-		return ret;
-	return ibtrs_clt_add_path(sess, &a);
-}
-
-static void status_path(struct ibtrs_clt *sess, unsigned int idx,
-			struct json *j)
-{
-	struct ibtrs_path_stats st = { .size = sizeof(st) };
-
-	if (ibtrs_clt_path_stats(sess, idx, &st))
-		return;
-	json_obj_begin(j, NULL);
-	json_u64(j, "idx", idx);
-	json_str(j, "state", ibtrs_path_state_str(st.state));
-	json_str(j, "src", st.src);
-	json_str(j, "dst", st.dst);
-	json_u64(j, "inflight", st.inflight);
-	json_u64(j, "rd_ops", st.rd_ops);
-	json_u64(j, "rd_bytes", st.rd_bytes);
-	json_u64(j, "wr_ops", st.wr_ops);
-	json_u64(j, "wr_bytes", st.wr_bytes);
-	json_u64(j, "errors", st.errors);
-	json_u64(j, "proto_errors", st.proto_errors);
-	json_u64(j, "failovers", st.failovers);
-	json_u64(j, "reconnect_attempts", st.reconnect_attempts);
-	json_u64(j, "reconnects", st.reconnects);
-	json_u64(j, "hb_rtt_us", st.hb_rtt_us);
-	json_obj_begin(j, "lat_us");
-	json_u64(j, "p50", st.lat_p50_us);
-	json_u64(j, "p99", st.lat_p99_us);
-	json_u64(j, "p999", st.lat_p999_us);
-	json_u64(j, "max", st.lat_max_us);
-	json_obj_end(j);
-	json_obj_end(j);
-}
-
-void clt_ctl_status(struct ibtrs_clt *sess, struct json *j)
-{
-	struct ibtrs_event ev[16];
-	unsigned int i, n = atomic_load(&sess->path_cnt);
-	char uuid[37];
-	size_t k, nev;
-
-	ibtrs_uuid_str(sess->uuid, uuid);
-	json_obj_begin(j, NULL);
-	json_str(j, "sessname", sess->sessname);
-	json_str(j, "uuid", uuid);
-	json_str(j, "backend", sess->ops->name);
-	json_str(j, "policy", ibtrs_mp_policy_str(atomic_load(&sess->policy)));
-	json_u64(j, "queue_depth", sess->queue_depth);
-	json_u64(j, "max_io_size", sess->max_io_size);
-	ibtrs_loop_status(sess->loop, j);
-	json_arr_begin(j, "paths");
-	for (i = 0; i < n; i++)
-		status_path(sess, i, j);
-	json_arr_end(j);
-	nev = ibtrs_clt_get_events(sess, ev, ARRAY_SIZE(ev));
-	json_arr_begin(j, "events");
-	for (k = 0; k < nev; k++) {
-		json_obj_begin(j, NULL);
-		json_f64(j, "ts", (double)ev[k].ts_ns / 1e9);
-		json_i64(j, "path", ev[k].path);
-		json_str(j, "msg", ev[k].msg);
-		json_obj_end(j);
-	}
-	json_arr_end(j);
-	json_obj_end(j);
 }
 
 /* ------------------------------------------------------------------ */

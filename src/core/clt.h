@@ -304,6 +304,9 @@ static inline bool clt_fault_hit(const struct clt_path *path,
 	return true;
 }
 
+/* clt_ctl.c: the session on the control socket */
+extern const struct ctl_ops clt_ctl_ops;
+
 static inline struct clt_path *clt_path_get(struct ibtrs_clt *sess,
 					    unsigned int idx)
 {

@@ -17,6 +17,11 @@
  *   stats reset [SESS]
  * Answers to commands are {"ok":true,"result":N} (N: the call's return
  * value, e.g. the index of an added path) or {"ok":false,"error":"..."}.
+ *
+ * This file only routes: each published object brings its struct ctl_ops
+ * (ctl.h), which writes its part of the status and declares the commands
+ * it answers (the client session's above: clt_ctl.c; the server's status:
+ * srv_ctl.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -132,14 +137,43 @@ static void ctl_unlink(void)
 /* ------------------------------------------------------------------ */
 /* requests                                                             */
 
-static struct ctl_node *find_clt(const char *name)
-{
-	struct ctl_node *n;
+/*
+ * The kinds of object ever registered, so that a command of a kind whose
+ * objects are all gone is still known (and "stats reset" of no session
+ * still answers 0). Under ctl_lock.
+ */
+#define CTL_MAX_KINDS 8
+static const struct ctl_ops *ctl_kinds[CTL_MAX_KINDS];
+static unsigned int ctl_nr_kinds;
 
-	for (n = ctl_nodes; n; n = n->next)
-		if (n->kind == CTL_CLT && !strcmp(clt_ctl_name(n->obj), name))
-			return n;
-	return NULL;
+static const char *const ctl_section_names[CTL_NR_SECTIONS] = {
+	[CTL_SECTION_CLIENTS] = "clients",
+	[CTL_SECTION_SERVERS] = "servers",
+};
+
+int ctl_parse_uint(const char *s, unsigned long limit, unsigned long *v)
+{
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return *end || errno || *v >= limit ? -EINVAL : 0;
+}
+
+int ctl_parse_word(const char *s, const char *const *words, unsigned int n,
+		   unsigned int *idx)
+{
+	unsigned int i;
+
+	for (i = 0; s && i < n; i++) {
+		if (words[i] && !strcmp(s, words[i])) {
+			*idx = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 static void answer_status(struct json *j)
@@ -147,6 +181,7 @@ static void answer_status(struct json *j)
 	struct ctl_node *n;
 	char comm[64] = "";
 	FILE *f = fopen("/proc/self/comm", "r");
+	int sec;
 
 	if (f) {
 		if (fgets(comm, sizeof(comm), f))
@@ -156,16 +191,13 @@ static void answer_status(struct json *j)
 	json_obj_begin(j, NULL);
 	json_u64(j, "pid", (uint64_t)getpid());
 	json_str(j, "comm", comm);
-	json_arr_begin(j, "clients");
-	for (n = ctl_nodes; n; n = n->next)
-		if (n->kind == CTL_CLT)
-			clt_ctl_status(n->obj, j);
-	json_arr_end(j);
-	json_arr_begin(j, "servers");
-	for (n = ctl_nodes; n; n = n->next)
-		if (n->kind == CTL_SRV)
-			srv_ctl_status(n->obj, j);
-	json_arr_end(j);
+	for (sec = 0; sec < CTL_NR_SECTIONS; sec++) {
+		json_arr_begin(j, ctl_section_names[sec]);
+		for (n = ctl_nodes; n; n = n->next)
+			if ((int)n->ops->section == sec && n->ops->status)
+				n->ops->status(n->obj, j);
+		json_arr_end(j);
+	}
 	json_obj_end(j);
 }
 
@@ -184,103 +216,65 @@ static void answer_result(struct json *j, int ret, const char *what)
 	json_obj_end(j);
 }
 
-static int parse_idx(const char *s, unsigned int *idx)
+/* The command of @ops the request names, or NULL. */
+static const struct ctl_cmd *find_cmd(const struct ctl_ops *ops,
+				      unsigned int argc, char **argv)
 {
-	char *end;
-	unsigned long v;
+	const struct ctl_cmd *c;
 
-	if (!s)
-		return -EINVAL;
-	v = strtoul(s, &end, 10);
-	if (end == s || *end || v >= IBTRS_MAX_PATHS)
-		return -EINVAL;
-	*idx = (unsigned int)v;
-	return 0;
+	for (c = ops->cmds; c && c->word; c++) {
+		if (strcmp(argv[0], c->word) ||
+		    (c->sub && (argc < 2 || strcmp(argv[1], c->sub))))
+			continue;
+		if (argc >= c->min_args && argc <= c->max_args)
+			return c;
+	}
+	return NULL;
 }
 
-static int do_command(char **argv, int argc, const char **what)
+/*
+ * Route a command to the objects it names: the first kind that knows it
+ * decides; see struct ctl_cmd for who takes it and what is answered.
+ */
+static int do_command(char **argv, unsigned int argc, const char **what)
 {
-	static const char *const faults[] = { "none", "drop", "delay",
-					      "close" };
+	const struct ctl_ops *ops = NULL;
+	const struct ctl_cmd *cmd = NULL;
+	const char *name;
 	struct ctl_node *n;
-	unsigned int idx, i;
-	char *end;
+	unsigned int k;
+	int ret, taken = 0;
 
 	*what = argv[0];
-	if (!strcmp(argv[0], "stats") && (argc == 2 || argc == 3) &&
-	    !strcmp(argv[1], "reset")) {
-		int found = 0;
-
-		for (n = ctl_nodes; n; n = n->next) {
-			if (n->kind == CTL_CLT &&
-			    (argc < 3 ||
-			     !strcmp(clt_ctl_name(n->obj), argv[2]))) {
-				ibtrs_clt_reset_stats(n->obj);
-				found++;
-			}
-		}
-		return argc == 3 && !found ? -ENOENT : found;
+	for (k = 0; k < ctl_nr_kinds && !cmd; k++) {
+		ops = ctl_kinds[k];
+		cmd = find_cmd(ops, argc, argv);
 	}
-	if (!strcmp(argv[0], "policy") && argc == 3) {
-		static const char *const names[] = { "rr", "min-inflight",
-						     "min-latency" };
-
-		n = find_clt(argv[1]);
-		if (!n)
-			return -ENOENT;
-		for (i = 0; i < 3; i++)
-			if (!strcmp(argv[2], names[i]) ||
-			    !strcmp(argv[2], ibtrs_mp_policy_str((int)i)))
-				return ibtrs_clt_set_policy(n->obj, (int)i);
+	if (!cmd)
 		return -EINVAL;
+	*what = cmd->what;
+	name = cmd->name_arg < argc ? argv[cmd->name_arg] : NULL;
+	for (n = ctl_nodes; n; n = n->next) {
+		if (n->ops != ops ||
+		    (name && (!ops->ident || strcmp(ops->ident(n->obj), name))))
+			continue;
+		ret = cmd->fn(n->obj, argc, argv);
+		if (!cmd->all || ret < 0)
+			return ret;
+		taken++;
 	}
-	if (!strcmp(argv[0], "fault") && (argc == 4 || argc == 5)) {
-		unsigned long arg = 0;
-
-		n = find_clt(argv[1]);
-		if (!n)
-			return -ENOENT;
-		if (parse_idx(argv[2], &idx))
-			return -EINVAL;
-		if (argc == 5) {
-			arg = strtoul(argv[4], &end, 10);
-			if (end == argv[4] || *end || arg > 600000)
-				return -EINVAL;
-		}
-		for (i = 0; i < 4; i++)
-			if (!strcmp(argv[3], faults[i]))
-				return ibtrs_clt_inject_fault(
-					n->obj, idx, (enum ibtrs_fault_type)i,
-					(unsigned int)arg);
-		return -EINVAL;
-	}
-	if (!strcmp(argv[0], "path") && argc == 4) {
-		*what = argv[1];
-		n = find_clt(argv[2]);
-		if (!n)
-			return -ENOENT;
-		if (!strcmp(argv[1], "add"))
-			return clt_ctl_add_path(n->obj, argv[3]);
-		if (parse_idx(argv[3], &idx))
-			return -EINVAL;
-		if (!strcmp(argv[1], "remove"))
-			return ibtrs_clt_remove_path(n->obj, idx);
-		if (!strcmp(argv[1], "reconnect"))
-			return ibtrs_clt_reconnect_path(n->obj, idx);
-		if (!strcmp(argv[1], "disconnect"))
-			return ibtrs_clt_disconnect_path(n->obj, idx);
-	}
-	return -EINVAL;
+	return name && !taken ? -ENOENT : taken;
 }
 
 /* Under ctl_lock: objects cannot go away while we use them. */
 static void handle_line(char *line, struct json *j)
 {
-	char *argv[8], *save = NULL, *tok;
+	char *argv[CTL_MAX_ARGS], *save = NULL, *tok;
 	const char *what = "command";
-	int argc = 0, ret;
+	unsigned int argc = 0;
+	int ret;
 
-	for (tok = strtok_r(line, " \t\r\n", &save); tok && argc < 8;
+	for (tok = strtok_r(line, " \t\r\n", &save); tok && argc < CTL_MAX_ARGS;
 	     tok = strtok_r(NULL, " \t\r\n", &save))
 		argv[argc++] = tok;
 	if (!argc) {
@@ -470,11 +464,27 @@ static bool ctl_disabled(void)
 	return env && !strcmp(env, "0");
 }
 
-void ibtrs_ctl_register(struct ctl_node *node, int kind, void *obj)
+/* Remember @ops as a kind. Context: ctl_lock held. */
+static void kind_add(const struct ctl_ops *ops)
+{
+	unsigned int k;
+
+	for (k = 0; k < ctl_nr_kinds; k++)
+		if (ctl_kinds[k] == ops)
+			return;
+	if (ctl_nr_kinds < CTL_MAX_KINDS)
+		ctl_kinds[ctl_nr_kinds++] = ops;
+	else
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "control socket: too many kinds of object");
+}
+
+void ibtrs_ctl_register(struct ctl_node *node, const struct ctl_ops *ops,
+			void *obj)
 {
 	int ret;
 
-	node->kind = kind;
+	node->ops = ops;
 	node->obj = obj;
 	node->registered = false;
 	if (ctl_disabled())
@@ -492,6 +502,7 @@ void ibtrs_ctl_register(struct ctl_node *node, int kind, void *obj)
 	}
 	ctl_users++;
 	pthread_mutex_lock(&ctl_lock);
+	kind_add(ops);
 	node->next = ctl_nodes;
 	ctl_nodes = node;
 	node->registered = true;

@@ -21,10 +21,10 @@
 
 #include "addr.h"
 #include "core.h"
-#include "ctl.h"
 #include "hb.h"
 #include "log.h"
 #include "loop.h"
+#include "srv.h"
 #include "xprt.h"
 
 #define SRV_DEFAULT_MAX_SESSIONS 64
@@ -1053,7 +1053,7 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	}
 	ibtrs_log(IBTRS_LOG_INFO, "server: listening on port %u", ctx->port);
 	if (!opts.no_control)
-		ibtrs_ctl_register(&ctx->ctl, CTL_SRV, ctx);
+		ibtrs_ctl_register(&ctx->ctl, &srv_ctl_ops, ctx);
 	return ctx;
 
 destroy_loop:
@@ -1171,69 +1171,61 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
 }
 
 /* ------------------------------------------------------------------ */
-/* control socket                                                       */
+/* control socket views (srv_ctl.c)                                     */
 
-struct status_call {
+void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info)
+{
+	info->port = ctx->port;
+	info->backend = ctx->ops->name;
+	info->queue_depth = ctx->queue_depth;
+	info->max_io_size = ctx->max_io_size;
+	info->loop = ctx->loop;
+}
+
+struct walk_call {
 	struct ibtrs_srv_ctx *ctx;
-	struct json *j;
+	const struct srv_ctl_walker *w;
 };
 
 /* Loop thread: the sessions and paths are the loop's. */
-static void status_sessions(void *arg)
+static void walk_sessions(void *arg)
 {
-	struct status_call *sc = arg;
-	struct json *j = sc->j;
+	struct walk_call *wc = arg;
+	const struct srv_ctl_walker *w = wc->w;
 	struct ibtrs_srv *sess;
 	uint64_t now = ibtrs_now_ns();
-	char uuid[37];
 
-	json_arr_begin(j, "sessions");
-	for (sess = sc->ctx->sessions; sess; sess = sess->next) {
+	for (sess = wc->ctx->sessions; sess; sess = sess->next) {
+		struct srv_ctl_sess vs = {
+			.sessname = sess->sessname,
+			.uuid = sess->uuid,
+			.graced = !sess->nr_paths && sess->grace_until > now,
+		};
 		struct srv_path *path;
 
-		ibtrs_uuid_str(sess->uuid, uuid);
-		json_obj_begin(j, NULL);
-		json_str(j, "sessname", sess->sessname);
-		json_str(j, "uuid", uuid);
-		if (!sess->nr_paths && sess->grace_until > now)
-			json_u64(j, "grace_ms_left",
-				 (sess->grace_until - now) / 1000000);
-		json_arr_begin(j, "paths");
+		if (vs.graced)
+			vs.grace_ms_left = (sess->grace_until - now) / 1000000;
+		w->sess(w->arg, &vs);
 		for (path = sess->paths; path; path = path->next) {
-			json_obj_begin(j, NULL);
-			json_str(j, "peer", path->peer);
-			json_str(j, "state",
-				 path->connected ? "connected" : "connecting");
-			json_u64(j, "cons", path->nr_cons);
-			json_u64(j, "rd_ops", path->rd_ops);
-			json_u64(j, "rd_bytes", path->rd_bytes);
-			json_u64(j, "wr_ops", path->wr_ops);
-			json_u64(j, "wr_bytes", path->wr_bytes);
-			json_obj_end(j);
+			struct srv_ctl_path vp = {
+				.peer = path->peer,
+				.connected = path->connected,
+				.nr_cons = path->nr_cons,
+				.rd_ops = path->rd_ops,
+				.rd_bytes = path->rd_bytes,
+				.wr_ops = path->wr_ops,
+				.wr_bytes = path->wr_bytes,
+			};
+
+			w->path(w->arg, &vp);
 		}
-		json_arr_end(j);
-		json_obj_end(j);
+		w->sess_end(w->arg);
 	}
-	json_arr_end(j);
 }
 
-void srv_ctl_status(struct ibtrs_srv_ctx *ctx, struct json *j)
+void srv_ctl_walk(struct ibtrs_srv_ctx *ctx, const struct srv_ctl_walker *w)
 {
-	struct ibtrs_srv_stats st = { .size = sizeof(st) };
-	struct status_call sc = { .ctx = ctx, .j = j };
+	struct walk_call wc = { .ctx = ctx, .w = w };
 
-	ibtrs_srv_get_stats(ctx, &st);
-	json_obj_begin(j, NULL);
-	json_u64(j, "port", ctx->port);
-	json_str(j, "backend", ctx->ops->name);
-	json_u64(j, "queue_depth", ctx->queue_depth);
-	json_u64(j, "max_io_size", ctx->max_io_size);
-	json_u64(j, "requests", st.requests);
-	json_u64(j, "replays", st.replays);
-	json_u64(j, "busy", st.busy);
-	json_u64(j, "proto_errors", st.proto_errors);
-	json_u64(j, "stale", st.stale);
-	ibtrs_loop_status(ctx->loop, j);
-	ibtrs_loop_call(ctx->loop, status_sessions, &sc);
-	json_obj_end(j);
+	ibtrs_loop_call(ctx->loop, walk_sessions, &wc);
 }

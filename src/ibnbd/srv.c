@@ -18,12 +18,18 @@
  * refused -EROFS. The counts are server wide, under srv->lock.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "srv.h"
 
 /* Defaults of struct ibnbd_srv_opts. */
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
+static srv_io_done_fn io_done;
+
 #define SRV_DEFAULT_MAX_DEVICES 64u
 #define SRV_DEFAULT_RING_ENTRIES 256u
 /* io_uring's largest SQ. */
@@ -84,7 +90,7 @@ struct ibnbd_srv *ibnbd_srv_create(const struct ibnbd_srv_opts *opts)
 	}
 	srv->opts = o;
 	pthread_mutex_init(&srv->lock, NULL);
-	ret = srv_ring_init(&srv->ring, o.ring_entries);
+	ret = srv_ring_init(&srv->ring, o.ring_entries, io_done);
 	if (ret) {
 		pthread_mutex_destroy(&srv->lock);
 		free(srv);
@@ -126,11 +132,11 @@ bool ibnbd_is_request(const void *usr, size_t usrlen)
  */
 static void sess_destroy(struct ibnbd_srv_sess *s)
 {
-	struct srv_io *io;
+	struct srv_req *r;
 
-	while ((io = s->free_ios)) {
-		s->free_ios = io->next;
-		free(io);
+	while ((r = s->free_reqs)) {
+		s->free_reqs = r->next;
+		free(r);
 	}
 	pthread_mutex_destroy(&s->lock);
 	free(s->devs);
@@ -536,7 +542,7 @@ static int do_io(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 		 const struct ibnbd_req *req)
 {
 	struct srv_dev *dev;
-	struct srv_io *io;
+	struct srv_req *r;
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
@@ -550,13 +556,13 @@ static int do_io(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 		pthread_mutex_unlock(&s->lock);
 		return ret;
 	}
-	io = s->free_ios;
-	if (io) {
-		s->free_ios = io->next;
+	r = s->free_reqs;
+	if (r) {
+		s->free_reqs = r->next;
 	} else {
 		/* Grows to the session's queue depth, then reused. */
-		io = calloc(1, sizeof(*io));
-		if (!io) {
+		r = calloc(1, sizeof(*r));
+		if (!r) {
 			pthread_mutex_unlock(&s->lock);
 			return -ENOMEM;
 		}
@@ -566,44 +572,47 @@ static int do_io(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 	s->refs++;
 	pthread_mutex_unlock(&s->lock);
 
-	io->next = NULL;
-	io->sess = s;
-	io->dev = dev;
-	io->id = id;
-	io->data = data;
-	io->offset = req->offset;
-	io->len = req->len;
-	io_steps(io, req);
-	if (srv_io_inline(io, &ret))
-		srv_io_complete(io, ret);
+	r->next = NULL;
+	r->sess = s;
+	r->dev = dev;
+	r->id = id;
+	r->io.next = NULL;
+	r->io.file = &dev->exp->file;
+	r->io.data = data;
+	r->io.offset = req->offset;
+	r->io.len = req->len;
+	io_steps(&r->io, req);
+	if (srv_io_inline(&r->io, &ret))
+		io_done(&r->io, ret);
 	else
-		srv_ring_submit(&srv->ring, io);
+		srv_ring_submit(&srv->ring, &r->io);
 	return 0;
 }
 
 /**
- * srv_io_complete() - answer a finished request
- * @io: the request
+ * io_done() - answer a finished request: the ring's completion callback
+ * @io: the request's engine part
  * @err: 0 or its negative errno
  *
- * Gives @io back to its session and drops its references first: nothing
- * of the session is touched after the answer, after which the session
- * may end.
+ * Gives the request back to its session and drops its references first:
+ * nothing of the session is touched after the answer, after which the
+ * session may end.
  *
  * Context: the ring's completion thread, or the thread of rdma_ev for a
  * request run inline.
  */
-void srv_io_complete(struct srv_io *io, int err)
+static void io_done(struct srv_io *io, int err)
 {
-	struct ibnbd_srv_sess *s = io->sess;
-	struct ibtrs_srv_op *id = io->id;
+	struct srv_req *r = container_of(io, struct srv_req, io);
+	struct ibnbd_srv_sess *s = r->sess;
+	struct ibtrs_srv_op *id = r->id;
 	bool last;
 
 	pthread_mutex_lock(&s->lock);
-	dev_put(s->srv, io->dev);
-	io->dev = NULL;
-	io->next = s->free_ios;
-	s->free_ios = io;
+	dev_put(s->srv, r->dev);
+	r->dev = NULL;
+	r->next = s->free_reqs;
+	s->free_reqs = r;
 	last = !--s->refs;
 	pthread_mutex_unlock(&s->lock);
 	if (last)
@@ -664,7 +673,7 @@ int ibnbd_srv_rdma_ev(struct ibnbd_srv *srv, struct ibnbd_srv_sess **sessp,
  *
  * Closes every device the session left open; the state itself goes with
  * its last request (all are answered at IBTRS_SRV_LINK_EV_DISCONNECTED,
- * but the completion thread may still be leaving srv_io_complete()).
+ * but the completion thread may still be leaving io_done()).
  */
 void ibnbd_srv_sess_free(struct ibnbd_srv_sess *s)
 {

@@ -130,15 +130,15 @@ int srv_export_geo(const struct srv_export *exp, struct srv_geo *geo)
 	int lbs, pbs;
 
 	if (!exp->blkdev) {
-		if (fstat(exp->fd, &st))
+		if (fstat(exp->file.fd, &st))
 			return -errno;
-		geo->lbs = exp->direct ? SRV_FILE_PBS : SRV_FILE_LBS;
+		geo->lbs = exp->file.direct ? SRV_FILE_PBS : SRV_FILE_LBS;
 		geo->pbs = SRV_FILE_PBS;
 		size = (uint64_t)st.st_size;
 	} else {
-		if (ioctl(exp->fd, BLKGETSIZE64, &size) ||
-		    ioctl(exp->fd, BLKSSZGET, &lbs) ||
-		    ioctl(exp->fd, BLKPBSZGET, &pbs))
+		if (ioctl(exp->file.fd, BLKGETSIZE64, &size) ||
+		    ioctl(exp->file.fd, BLKSSZGET, &lbs) ||
+		    ioctl(exp->file.fd, BLKPBSZGET, &pbs))
 			return -errno;
 		if (lbs < 512 || lbs > 65536 || (lbs & (lbs - 1)))
 			return -EINVAL;
@@ -204,14 +204,14 @@ int ibnbd_srv_add_export(struct ibnbd_srv *srv, const char *name,
 	}
 	memcpy(e->name, name, n);
 	snprintf(e->path, sizeof(e->path), "%s", path);
-	e->fd = fd;
+	e->file.fd = fd;
 	e->readonly = readonly;
 	e->blkdev = S_ISBLK(st.st_mode);
-	e->direct = srv->opts.direct;
+	e->file.direct = srv->opts.direct;
 	/* A device node's fstatfs() is its directory's (devtmpfs). */
-	e->membacked = !e->blkdev && file_membacked(fd);
+	e->file.membacked = !e->blkdev && file_membacked(fd);
 	/* O_DIRECT with RWF_NOWAIT would still wait for the device. */
-	e->nowait[0] = e->nowait[1] = !e->direct;
+	e->file.nowait[0] = e->file.nowait[1] = !e->file.direct;
 	e->discard = e->blkdev ? blkdev_discard(fd) : true;
 
 	pthread_mutex_lock(&srv->lock);
@@ -293,7 +293,7 @@ void srv_exports_free(struct ibnbd_srv *srv)
 
 	for (e = srv->exports; e; e = next) {
 		next = e->next;
-		close(e->fd);
+		close(e->file.fd);
 		free(e);
 	}
 	srv->exports = NULL;

@@ -4,7 +4,9 @@
  * inline by the thread of rdma_ev where they cannot wait for a device,
  * and one io_uring for the rest, fed by the ibtrs threads that run
  * rdma_ev (several at once: the submission queue is under a mutex) and
- * reaped by one completion thread, which answers those requests.
+ * reaped by one completion thread, which hands each finished request to
+ * the ring's completion callback (the server answers it there). Nothing
+ * here knows sessions or devices: a request names its file.
  *
  * A request is a short list of steps (struct srv_io): e.g. fdatasync then
  * write for PREFLUSH, punch a hole then fdatasync for a FUA DISCARD. Data
@@ -48,7 +50,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "srv.h"
+#include "srv_uring.h"
 
 /* Times a step runs again after -EAGAIN or -EINTR before it fails. */
 #define RING_MAX_RETRIES 1000
@@ -140,7 +142,7 @@ static bool step_done(struct srv_io *io, int res, int *err)
  */
 static int step_sync(struct srv_io *io, int rwf)
 {
-	int fd = io->dev->exp->fd, mode;
+	int fd = io->file->fd, mode;
 	struct iovec iov = {
 		.iov_base = io->data + io->done,
 		.iov_len = io->len - io->done,
@@ -194,17 +196,17 @@ static int step_sync(struct srv_io *io, int rwf)
  */
 bool srv_io_inline(struct srv_io *io, int *err)
 {
-	struct srv_export *exp = io->dev->exp;
+	struct srv_file *f = io->file;
 
-	if (exp->direct)
+	if (f->direct)
 		return false;
 	for (;;) {
 		uint8_t step = io->steps[io->step];
 		bool write = step == SRV_STEP_WRITE;
-		bool *nowait = &exp->nowait[write];
+		bool *nowait = &f->nowait[write];
 		int res;
 
-		if (exp->membacked) {
+		if (f->membacked) {
 			res = step_sync(io, 0);
 		} else {
 			if ((step != SRV_STEP_READ && !write) ||
@@ -244,7 +246,7 @@ bool srv_io_inline(struct srv_io *io, int *err)
  */
 static void ring_prep(struct io_uring_sqe *sqe, struct srv_io *io)
 {
-	int fd = io->dev ? io->dev->exp->fd : -1;
+	int fd = io->file ? io->file->fd : -1;
 
 	switch (io->steps[io->step]) {
 	case SRV_STEP_FSYNC:
@@ -435,7 +437,7 @@ static void *ring_thread(void *arg)
 				last = io;
 				continue;
 			}
-			srv_io_complete(io, err);
+			r->done(io, err);
 		}
 
 		pthread_mutex_lock(&r->sq_lock);
@@ -460,10 +462,12 @@ static void *ring_thread(void *arg)
  * srv_ring_init() - set up the ring and start its completion thread
  * @r: the ring, zeroed
  * @entries: SQ size
+ * @done: called on the completion thread for each finished request
  *
  * Return: 0, or a negative errno.
  */
-int srv_ring_init(struct srv_ring *r, unsigned int entries)
+int srv_ring_init(struct srv_ring *r, unsigned int entries,
+		  srv_io_done_fn *done)
 {
 	struct io_uring_params p;
 	int ret;
@@ -473,6 +477,7 @@ int srv_ring_init(struct srv_ring *r, unsigned int entries)
 	if (ret)
 		return ret;
 	r->max_inflight = p.cq_entries;
+	r->done = done;
 	pthread_mutex_init(&r->sq_lock, NULL);
 	r->shutdown.steps[0] = SRV_STEP_SHUTDOWN;
 	r->shutdown.nsteps = 1;
@@ -509,12 +514,14 @@ void srv_ring_fini(struct srv_ring *r)
  * srv_ring_init() - without liburing there is no I/O engine
  * @r: the ring
  * @entries: SQ size
+ * @done: the completion callback
  *
  * Return: -EOPNOTSUPP.
  */
-int srv_ring_init(struct srv_ring *r, unsigned int entries)
+int srv_ring_init(struct srv_ring *r, unsigned int entries,
+		  srv_io_done_fn *done)
 {
-	(void)r;
+	r->done = done;
 	(void)entries;
 	return -EOPNOTSUPP;
 }
@@ -535,8 +542,7 @@ void srv_ring_fini(struct srv_ring *r)
  */
 void srv_ring_submit(struct srv_ring *r, struct srv_io *io)
 {
-	(void)r;
-	srv_io_complete(io, -EOPNOTSUPP);
+	r->done(io, -EOPNOTSUPP);
 }
 
 #endif /* IBNBD_HAVE_URING */

@@ -3,19 +3,24 @@
  * fuzz_ctl.c - the control socket's request handling on any bytes: what a
  * local peer writes to <runtime dir>/<pid>.sock.
  *
- * ctl.c (with json.c and log.c) is included, and serve_one() reads the
- * input from one end of a socketpair, parses it, runs the command and
- * writes its JSON answer, which is checked: one line, one object. The
- * sessions and servers behind the commands are fakes registered directly
- * in ctl.c's list (no control socket is opened, no thread started): they
- * check the arguments the parser hands them and answer like the real ones.
- * "path add" reaches only the fake, never the network.
+ * ctl.c (with json.c and log.c) and the two kinds of object it serves,
+ * clt_ctl.c and srv_ctl.c, are included: serve_one() reads the input from
+ * one end of a socketpair, parses it, routes the command through the
+ * objects' struct ctl_ops, runs it and writes its JSON answer, which is
+ * checked: one line, one object. The sessions and the server are real
+ * structs behind fakes of the library calls the commands end in, which
+ * check the arguments the parsers hand them and answer like the real
+ * ones; the nodes are put directly into ctl.c's list (no control socket
+ * is opened, no thread started). "path add" reaches only the fake, never
+ * the network.
  */
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../../src/core/ctl.c"
+#include "../../src/core/clt_ctl.c"
+#include "../../src/core/srv_ctl.c"
 #include "../../src/base/json.c"
 #include "../../src/base/log.c"
 
@@ -23,95 +28,105 @@
 
 #define FUZZ_CTL_IN_MAX 4096
 
-/**
- * struct fake_clt - what a client session shows the control socket
- * @name: its name
- * @paths: its path count
- * @policy: its policy
- */
-struct fake_clt {
-	const char *name;
-	unsigned int paths;
-	int policy;
-};
-
-static struct fake_clt fake_clts[2] = {
-	{ .name = "sess-a", .paths = 2 },
-	{ .name = "b", .paths = 1 },
-};
+static const struct ibtrs_xprt_ops fake_xprt = { .name = "fake" };
+static struct ibtrs_clt fake_clts[2];
 static struct ctl_node fake_nodes[3];
 
-/**
- * clt_ctl_name() - fake of clt.c's: the session's name
- * @sess: a fake session
- *
- * Return: its name.
- */
-const char *clt_ctl_name(struct ibtrs_clt *sess)
+/* One of the fake sessions: what the commands may be called on. */
+static struct ibtrs_clt *fake_sess(struct ibtrs_clt *sess)
 {
-	return ((struct fake_clt *)sess)->name;
-}
-
-/**
- * clt_ctl_status() - fake of clt.c's: the session as JSON
- * @sess: a fake session
- * @j: where
- */
-void clt_ctl_status(struct ibtrs_clt *sess, struct json *j)
-{
-	struct fake_clt *c = (struct fake_clt *)sess;
-
-	json_obj_begin(j, NULL);
-	json_str(j, "name", c->name);
-	json_u64(j, "paths", c->paths);
-	json_str(j, "policy", ibtrs_mp_policy_str(c->policy));
-	json_obj_end(j);
-}
-
-/**
- * clt_ctl_add_path() - fake of clt.c's: check the address, add nothing
- * @sess: a fake session
- * @addr: the address the request named
- *
- * Return: the new path's index, or -EINVAL.
- */
-int clt_ctl_add_path(struct ibtrs_clt *sess, const char *addr)
-{
-	struct fake_clt *c = (struct fake_clt *)sess;
-	size_t n = strlen(addr);
-
-	FUZZ_CHECK(n && n < CTL_LINE_MAX);
-	FUZZ_CHECK(!strpbrk(addr, " \t\r\n"));
-	if (c->paths >= IBTRS_MAX_PATHS)
-		return -ENOSPC;
-	return (int)c->paths;
-}
-
-/**
- * srv_ctl_status() - fake of srv.c's: the server as JSON
- * @ctx: unused
- * @j: where
- */
-void srv_ctl_status(struct ibtrs_srv_ctx *ctx, struct json *j)
-{
-	(void)ctx;
-	json_obj_begin(j, NULL);
-	json_u64(j, "port", 1234);
-	json_obj_end(j);
+	FUZZ_CHECK(sess == &fake_clts[0] || sess == &fake_clts[1]);
+	return sess;
 }
 
 /**
  * ibtrs_mp_policy_str() - fake of clt.c's: a policy's name
  * @policy: 0..2
  *
- * Return: its name, "?" for others.
+ * Return: its name, "unknown" for others.
  */
 const char *ibtrs_mp_policy_str(int policy)
 {
 	static const char *const names[] = { "round-robin", "min-inflight",
 					     "min-latency" };
 
-	return policy >= 0 && policy < 3 ? names[policy] : "?";
+	return policy >= 0 && policy < 3 ? names[policy] : "unknown";
+}
+
+/**
+ * ibtrs_path_state_str() - fake of path.c's: a state's name
+ * @state: the state
+ *
+ * Return: "connected" for all.
+ */
+const char *ibtrs_path_state_str(enum ibtrs_path_state state)
+{
+	(void)state;
+	return "connected";
+}
+
+/**
+ * ibtrs_uuid_str() - fake of util.c's: a fixed text
+ * @uuid: unused
+ * @buf: 37 bytes
+ */
+void ibtrs_uuid_str(const uint8_t uuid[IBTRS_UUID_BYTES], char *buf)
+{
+	(void)uuid;
+	strcpy(buf, "00000000-0000-0000-0000-000000000000");
+}
+
+/**
+ * ibtrs_loop_status() - fake of loop.c's: a fixed object
+ * @loop: unused
+ * @j: where
+ */
+void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j)
+{
+	(void)loop;
+	json_obj_begin(j, "poll");
+	json_u64(j, "wakeups", 1);
+	json_obj_end(j);
+}
+
+/**
+ * ibtrs_clt_path_stats() - fake: every path of the session, counters 0
+ * @sess: a fake session
+ * @idx: path index
+ * @st: filled
+ *
+ * Return: 0, or -ENOENT beyond the session's paths.
+ */
+int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
+			 struct ibtrs_path_stats *st)
+{
+	if (idx >= atomic_load(&fake_sess(sess)->path_cnt))
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	strcpy(st->src, "127.0.0.1");
+	strcpy(st->dst, "127.0.0.1:1234");
+	return 0;
+}
+
+/**
+ * ibtrs_clt_get_events() - fake: one event
+ * @sess: a fake session
+ * @ev: room for @max
+ * @max: entries of @ev
+ *
+ * Return: events copied.
+ */
+size_t ibtrs_clt_get_events(struct ibtrs_clt *sess, struct ibtrs_event *ev,
+			    size_t max)
+{
+	fake_sess(sess);
+	if (!max)
+		return 0;
+	memset(ev, 0, sizeof(*ev));
+	ev->path = -1;
+	strcpy(ev->msg, "open");
+	return 1;
 }
 
 /**
@@ -120,8 +135,7 @@ const char *ibtrs_mp_policy_str(int policy)
  */
 void ibtrs_clt_reset_stats(struct ibtrs_clt *sess)
 {
-	FUZZ_CHECK(sess == (void *)&fake_clts[0] ||
-		   sess == (void *)&fake_clts[1]);
+	fake_sess(sess);
 }
 
 /**
@@ -134,7 +148,7 @@ void ibtrs_clt_reset_stats(struct ibtrs_clt *sess)
 int ibtrs_clt_set_policy(struct ibtrs_clt *sess, int policy)
 {
 	FUZZ_CHECK(policy >= 0 && policy < 3);
-	((struct fake_clt *)sess)->policy = policy;
+	atomic_store(&fake_sess(sess)->policy, policy);
 	return 0;
 }
 
@@ -148,7 +162,7 @@ int ibtrs_clt_set_policy(struct ibtrs_clt *sess, int policy)
 static int fake_path(struct ibtrs_clt *sess, unsigned int idx)
 {
 	FUZZ_CHECK(idx < IBTRS_MAX_PATHS);
-	return idx < ((struct fake_clt *)sess)->paths ? 0 : -ENOENT;
+	return idx < atomic_load(&fake_sess(sess)->path_cnt) ? 0 : -ENOENT;
 }
 
 /**
@@ -163,8 +177,41 @@ static int fake_path(struct ibtrs_clt *sess, unsigned int idx)
 int ibtrs_clt_inject_fault(struct ibtrs_clt *sess, unsigned int idx,
 			   enum ibtrs_fault_type type, unsigned int arg)
 {
-	FUZZ_CHECK((unsigned int)type < 4 && arg <= 600000);
+	FUZZ_CHECK((unsigned int)type <= IBTRS_FAULT_CLOSE &&
+		   arg <= CLT_CTL_MAX_FAULT_ARG);
 	return fake_path(sess, idx);
+}
+
+/**
+ * ibtrs_addr_to_sockaddr() - fake of addr.c's: checks the text only
+ * @str: the path string
+ * @len: its length
+ * @port: the session's port
+ * @addr: unused
+ *
+ * Return: 0, or -EINVAL for a string without a digit.
+ */
+int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
+			   struct ibtrs_addr *addr)
+{
+	(void)port;
+	(void)addr;
+	FUZZ_CHECK(len && len < CTL_LINE_MAX && strlen(str) == len);
+	FUZZ_CHECK(!strpbrk(str, " \t\r\n"));
+	return strpbrk(str, "0123456789") ? 0 : -EINVAL;
+}
+
+/**
+ * ibtrs_clt_add_path() - fake: adds nothing
+ * @sess: a fake session
+ * @addr: parsed by the fake above
+ *
+ * Return: the new path's index.
+ */
+int ibtrs_clt_add_path(struct ibtrs_clt *sess, const struct ibtrs_addr *addr)
+{
+	FUZZ_CHECK(addr && addr->src && addr->dst);
+	return (int)atomic_load(&fake_sess(sess)->path_cnt);
 }
 
 /**
@@ -204,6 +251,54 @@ int ibtrs_clt_disconnect_path(struct ibtrs_clt *sess, unsigned int idx)
 }
 
 /**
+ * ibtrs_srv_get_stats() - fake: counters 0
+ * @ctx: unused
+ * @st: filled
+ *
+ * Return: 0.
+ */
+int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
+{
+	(void)ctx;
+	memset(st, 0, sizeof(*st));
+	return 0;
+}
+
+/**
+ * srv_ctl_info() - fake of srv.c's: fixed settings
+ * @ctx: unused
+ * @info: filled
+ */
+void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info)
+{
+	(void)ctx;
+	*info = (struct srv_ctl_info){ .port = 1234,
+				       .backend = "fake",
+				       .queue_depth = 128,
+				       .max_io_size = 131072 };
+}
+
+/**
+ * srv_ctl_walk() - fake of srv.c's: one graced session with one path
+ * @ctx: unused
+ * @w: the walker
+ */
+void srv_ctl_walk(struct ibtrs_srv_ctx *ctx, const struct srv_ctl_walker *w)
+{
+	static const uint8_t uuid[IBTRS_UUID_LEN];
+	const struct srv_ctl_sess s = { .sessname = "sess-a",
+					.uuid = uuid,
+					.graced = true,
+					.grace_ms_left = 5 };
+	const struct srv_ctl_path p = { .peer = "127.0.0.1", .nr_cons = 2 };
+
+	(void)ctx;
+	w->sess(w->arg, &s);
+	w->path(w->arg, &p);
+	w->sess_end(w->arg);
+}
+
+/**
  * LLVMFuzzerInitialize() - put the fakes into ctl.c's list
  * @argc: unused
  * @argv: unused
@@ -214,14 +309,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
+	strcpy(fake_clts[0].sessname, "sess-a");
+	strcpy(fake_clts[1].sessname, "b");
+	atomic_store(&fake_clts[0].path_cnt, 2);
+	atomic_store(&fake_clts[1].path_cnt, 1);
+	fake_clts[0].ops = fake_clts[1].ops = &fake_xprt;
 	fake_nodes[0] =
-		(struct ctl_node){ .kind = CTL_CLT, .obj = &fake_clts[0] };
-	fake_nodes[1] = (struct ctl_node){ .kind = CTL_SRV };
+		(struct ctl_node){ .ops = &clt_ctl_ops, .obj = &fake_clts[0] };
+	fake_nodes[1] = (struct ctl_node){ .ops = &srv_ctl_ops };
 	fake_nodes[2] =
-		(struct ctl_node){ .kind = CTL_CLT, .obj = &fake_clts[1] };
+		(struct ctl_node){ .ops = &clt_ctl_ops, .obj = &fake_clts[1] };
 	fake_nodes[0].next = &fake_nodes[1];
 	fake_nodes[1].next = &fake_nodes[2];
 	ctl_nodes = &fake_nodes[0];
+	ctl_kinds[ctl_nr_kinds++] = &clt_ctl_ops;
+	ctl_kinds[ctl_nr_kinds++] = &srv_ctl_ops;
 	return 0;
 }
 

@@ -468,12 +468,8 @@ static bool inline_io(struct srv_export *exp, uint8_t step, bool dsync,
 		      uint64_t off, uint32_t len, void *buf, struct srv_io *io,
 		      int *err)
 {
-	static struct srv_dev dev;
-
-	memset(&dev, 0, sizeof(dev));
-	dev.exp = exp;
 	memset(io, 0, sizeof(*io));
-	io->dev = &dev;
+	io->file = &exp->file;
 	io->data = buf;
 	io->offset = off;
 	io->len = len;
@@ -509,7 +505,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	pthread_mutex_unlock(&t_nbd->lock);
 	CHECK(e);
 	CHECK_EQ(statfs(t_dir, &sfs), 0);
-	CHECK_EQ(e->membacked, sfs.f_type == TMPFS_MAGIC);
+	CHECK_EQ(e->file.membacked, sfs.f_type == TMPFS_MAGIC);
 	fd = open(disk, O_RDWR | O_CLOEXEC);
 	CHECK(fd >= 0);
 	/* a page cache hit: read inline */
@@ -517,7 +513,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	CHECK_EQ(pwrite(fd, f, 8192, 24576), 8192);
 	memset(b, 0, 8192);
 	done = inline_io(e, SRV_STEP_READ, false, 24576, 8192, b, &io, &err);
-	CHECK(done || !__atomic_load_n(&e->nowait[0], __ATOMIC_RELAXED));
+	CHECK(done || !__atomic_load_n(&e->file.nowait[0], __ATOMIC_RELAXED));
 	if (done) {
 		CHECK_EQ(err, 0);
 		CHECK(!memcmp(b, f, 8192));
@@ -525,7 +521,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	printf("engine: a cached read of %s runs %s\n", disk,
 	       done ? "inline" : "on the ring");
 	/* a FUA write waits for the device: the ring's, untouched */
-	if (!e->membacked) {
+	if (!e->file.membacked) {
 		CHECK(!inline_io(e, SRV_STEP_WRITE, true, 0, 4096, b, &io,
 				 &err));
 		CHECK_EQ(io.done, 0);
@@ -539,10 +535,10 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 		CHECK_EQ(pread(fd, f, 4096, 32768), 4096);
 		CHECK(!memcmp(b, f, 4096));
 	} else {
-		CHECK(!e->membacked);
+		CHECK(!e->file.membacked);
 		CHECK(io.async);
 		CHECK(io.done < io.len);
-		CHECK(!__atomic_load_n(&e->nowait[1], __ATOMIC_RELAXED));
+		CHECK(!__atomic_load_n(&e->file.nowait[1], __ATOMIC_RELAXED));
 		/* not tried again: still handed over untouched */
 		CHECK(!inline_io(e, SRV_STEP_WRITE, false, 32768, 4096, b, &io,
 				 &err));
@@ -553,7 +549,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	       done ? "inline" : "on the ring");
 	/* O_DIRECT: never inline */
 	fake = *e;
-	fake.direct = true;
+	fake.file.direct = true;
 	CHECK(!inline_io(&fake, SRV_STEP_READ, false, 24576, 8192, b, &io,
 			 &err));
 	CHECK_EQ(io.done, 0);
@@ -582,7 +578,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	e = srv_export_find(t_nbd, "mem");
 	pthread_mutex_unlock(&t_nbd->lock);
 	CHECK(e);
-	CHECK(e->membacked);
+	CHECK(e->file.membacked);
 	/* every step inline, holes and fdatasync too */
 	CHECK(inline_io(e, SRV_STEP_READ, false, 0, 4096, b, &io, &err));
 	CHECK_EQ(err, 0);
@@ -597,7 +593,7 @@ static void test_engine(struct ibtrs_clt *c, const char *disk)
 	CHECK(inline_io(e, SRV_STEP_WRITE, false, 8192, 4096, b, &io, &err));
 	CHECK_EQ(err, 0);
 	memset(&io, 0, sizeof(io));
-	io.dev = &(struct srv_dev){ .exp = e };
+	io.file = &e->file;
 	io.offset = 8192;
 	io.len = 4096;
 	io.steps[0] = SRV_STEP_ZERO;

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srv.h - what the server context (srv.c) shows of itself to its control
+ * face (srv_ctl.c): plain views of the context, its sessions and paths.
+ */
+#ifndef IBTRS_SRV_H
+#define IBTRS_SRV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "ibtrs.h"
+#include "loop.h"
+
+/**
+ * struct srv_ctl_info - a server context's settings
+ * @port: the port it listens on
+ * @backend: its transport's name
+ * @queue_depth: chunks per session
+ * @max_io_size: largest request
+ * @loop: its loop
+ */
+struct srv_ctl_info {
+	uint16_t port;
+	const char *backend;
+	uint32_t queue_depth;
+	uint32_t max_io_size;
+	struct ibtrs_loop *loop;
+};
+
+/**
+ * struct srv_ctl_sess - one session as srv_ctl_walk() shows it
+ * @sessname: its name
+ * @uuid: its id
+ * @graced: it has no path and is kept for a rejoin
+ * @grace_ms_left: for how much longer, when @graced
+ */
+struct srv_ctl_sess {
+	const char *sessname;
+	const uint8_t *uuid;
+	bool graced;
+	uint64_t grace_ms_left;
+};
+
+/**
+ * struct srv_ctl_path - one path of a session as srv_ctl_walk() shows it
+ * @peer: the client's address
+ * @connected: all its connections are up
+ * @nr_cons: connections
+ * @rd_ops: READs served
+ * @rd_bytes: their bytes
+ * @wr_ops: WRITEs served
+ * @wr_bytes: their bytes
+ */
+struct srv_ctl_path {
+	const char *peer;
+	bool connected;
+	unsigned int nr_cons;
+	uint64_t rd_ops, rd_bytes, wr_ops, wr_bytes;
+};
+
+/**
+ * struct srv_ctl_walker - what srv_ctl_walk() calls
+ * @sess: a session begins
+ * @path: one of its paths
+ * @sess_end: the session ends
+ * @arg: their first argument
+ */
+struct srv_ctl_walker {
+	void (*sess)(void *arg, const struct srv_ctl_sess *s);
+	void (*path)(void *arg, const struct srv_ctl_path *p);
+	void (*sess_end)(void *arg);
+	void *arg;
+};
+
+/* srv.c: the context's settings. */
+void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info);
+/*
+ * srv.c: call @w for every session and its paths, on the context's loop
+ * thread (the lists are the loop's); returns when done.
+ */
+void srv_ctl_walk(struct ibtrs_srv_ctx *ctx, const struct srv_ctl_walker *w);
+
+/* srv_ctl.c: the server context on the control socket. */
+extern const struct ctl_ops srv_ctl_ops;
+
+#endif /* IBTRS_SRV_H */
