@@ -38,6 +38,7 @@
 #include <ibnbd.h>
 
 #include "hist.h"
+#include "json.h"
 #include "tool.h"
 
 #define BENCH_DEFAULT_BS 4096
@@ -1760,24 +1761,25 @@ struct bench_prog {
 static void bench_progress(void *arg, const struct bench_tick *tick)
 {
 	const struct bench_prog *prog = arg;
-	char line[128 + IBTRS_MAX_PATHS * 24];
-	size_t i, n;
+	size_t i;
 
 	if (prog->json) {
+		struct json j;
+
+		json_init(&j);
+		json_obj_begin(&j, NULL);
+		json_fixed(&j, "t", tick->elapsed, 3);
+		json_fixed(&j, "iops", tick->iops, 1);
+		json_fixed(&j, "p99_us", tick->p99_us, 1);
+		json_arr_begin(&j, "paths");
+		for (i = 0; i < tick->path_cnt; i++)
+			json_u64(&j, NULL, tick->path_ops[i]);
+		json_arr_end(&j);
+		json_obj_end(&j);
 		/* One write per line, not to interleave with warnings. */
-		n = (size_t)snprintf(
-			line, sizeof(line),
-			"{\"t\":%.3f,\"iops\":%.1f,\"p99_us\":%.1f,"
-			"\"paths\":[",
-			tick->elapsed, tick->iops, tick->p99_us);
-		for (i = 0; i < tick->path_cnt && n < sizeof(line); i++)
-			n += (size_t)snprintf(
-				line + n, sizeof(line) - n, "%s%llu",
-				i ? "," : "",
-				(unsigned long long)tick->path_ops[i]);
-		if (n < sizeof(line))
-			snprintf(line + n, sizeof(line) - n, "]}");
-		fprintf(stderr, "%s\n", line);
+		if (!j.oom)
+			fprintf(stderr, "%s\n", j.buf);
+		json_free(&j);
 		fflush(stderr);
 	}
 	if (prog->tty)
@@ -1797,119 +1799,187 @@ static double bench_us_per_req(const struct bench_res *res, double user_s,
 }
 
 /**
+ * bench_cpu_json() - the CPU time of one side
+ * @j: the writer
+ * @key: "client" or "server"
+ * @res: the result
+ * @user_s: user CPU seconds
+ * @sys_s: system CPU seconds
+ */
+static void bench_cpu_json(struct json *j, const char *key,
+			   const struct bench_res *res, double user_s,
+			   double sys_s)
+{
+	json_obj_begin(j, key);
+	json_fixed(j, "user_s", user_s, 3);
+	json_fixed(j, "sys_s", sys_s, 3);
+	json_fixed(j, "us_per_req", bench_us_per_req(res, user_s, sys_s), 3);
+	json_obj_end(j);
+}
+
+/**
  * bench_print_cpu_json() - the "cpu" member of the JSON result
+ * @j: the writer
  * @res: the result
  *
  * Per request: (user + sys) / requests; "server" is null when the server
  * did not report its CPU time.
  */
-static void bench_print_cpu_json(const struct bench_res *res)
+static void bench_print_cpu_json(struct json *j, const struct bench_res *res)
 {
-	printf(",\"cpu\":{\"client\":{\"user_s\":%.3f,\"sys_s\":%.3f,"
-	       "\"us_per_req\":%.3f},\"server\":",
-	       res->clt_user_s, res->clt_sys_s,
-	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s));
+	json_obj_begin(j, "cpu");
+	bench_cpu_json(j, "client", res, res->clt_user_s, res->clt_sys_s);
 	if (res->srv_cpu)
-		printf("{\"user_s\":%.3f,\"sys_s\":%.3f,\"us_per_req\":%.3f}",
-		       res->srv_user_s, res->srv_sys_s,
-		       bench_us_per_req(res, res->srv_user_s, res->srv_sys_s));
+		bench_cpu_json(j, "server", res, res->srv_user_s,
+			       res->srv_sys_s);
 	else
-		printf("null");
-	printf("}");
+		json_null(j, "server");
+	json_obj_end(j);
+}
+
+/**
+ * bench_target_json() - the "target" member of the JSON result
+ * @j: the writer
+ * @cfg: the configuration
+ * @res: the result
+ */
+static void bench_target_json(struct json *j, const struct bench_cfg *cfg,
+			      const struct bench_res *res)
+{
+	json_obj_begin(j, "target");
+	if (cfg->export_name) {
+		json_str(j, "export", cfg->export_name);
+		json_u64(j, "size", res->export_size);
+		json_u64(j, "logical_block_size", res->export_lbs);
+		if (cfg->verify)
+			json_u64(j, "final_verified", res->final_verified);
+	} else {
+		json_bool(j, "memory", true);
+		json_u64(j, "size", TOOL_TARGET_SIZE);
+	}
+	json_obj_end(j);
+}
+
+/**
+ * bench_paths_json() - the "paths" member of the JSON result
+ * @j: the writer
+ * @res: the result
+ */
+static void bench_paths_json(struct json *j, const struct bench_res *res)
+{
+	const struct bench_path_res *p;
+	size_t i;
+
+	json_arr_begin(j, "paths");
+	for (i = 0; i < res->path_cnt; i++) {
+		p = &res->paths[i];
+		json_obj_begin(j, NULL);
+		json_str(j, "addr", p->addr);
+		json_str(j, "state", ibtrs_path_state_str(p->st.state));
+		json_u64(j, "ops", p->st.rd_ops + p->st.wr_ops);
+		json_u64(j, "rd_ops", p->st.rd_ops);
+		json_u64(j, "wr_ops", p->st.wr_ops);
+		json_u64(j, "errors", p->st.errors);
+		json_u64(j, "failovers", p->st.failovers);
+		json_u64(j, "reconnect_attempts", p->st.reconnect_attempts);
+		json_u64(j, "reconnects", p->st.reconnects);
+		json_u64(j, "hb_rtt_us", p->st.hb_rtt_us);
+		json_obj_begin(j, "lat_us");
+		json_u64(j, "p50", p->st.lat_p50_us);
+		json_u64(j, "p99", p->st.lat_p99_us);
+		json_u64(j, "p999", p->st.lat_p999_us);
+		json_obj_end(j);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+/**
+ * bench_events_json() - the "events" member of the JSON result
+ * @j: the writer
+ * @res: the result
+ *
+ * Timestamps in seconds with microseconds, as the event log keeps them.
+ */
+static void bench_events_json(struct json *j, const struct bench_res *res)
+{
+	size_t i;
+
+	json_arr_begin(j, "events");
+	for (i = 0; i < res->event_cnt; i++) {
+		const struct ibtrs_event *ev = &res->events[i];
+		char msg[sizeof(ev->msg) + 1];
+
+		snprintf(msg, sizeof(msg), "%.*s", (int)sizeof(ev->msg),
+			 ev->msg);
+		json_obj_begin(j, NULL);
+		/* Whole seconds plus whole microseconds: exact in a double
+		 * to well under half a microsecond. */
+		json_fixed(j, "ts",
+			   (double)(ev->ts_ns / 1000000000ull) +
+				   (double)(ev->ts_ns % 1000000000ull / 1000) /
+					   1e6,
+			   6);
+		json_i64(j, "path", ev->path);
+		json_str(j, "msg", msg);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
 }
 
 /**
  * bench_print_json() - print a result as one JSON object on stdout
  * @cfg: the configuration
  * @res: the result
+ *
+ * Return: 0, or -1 (with a message) when out of memory.
  */
-static void bench_print_json(const struct bench_cfg *cfg,
-			     const struct bench_res *res)
+static int bench_print_json(const struct bench_cfg *cfg,
+			    const struct bench_res *res)
 {
-	const struct bench_path_res *p;
-	size_t i;
+	struct json j;
 
-	printf("{\"iops\":%.1f,\"mbps\":%.3f,"
-	       "\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f},"
-	       "\"ops\":%llu,\"read_ops\":%llu,\"write_ops\":%llu,"
-	       "\"bytes\":%llu,\"errors\":%llu,\"verify_failures\":%llu,"
-	       "\"lost\":%llu,\"max_gap_ms\":%.1f,"
-	       "\"time_s\":%.3f,\"bs\":%u,\"qd\":%u,\"threads\":%u,\"rw\":",
-	       res->iops, res->mbps, res->p50_us, res->p99_us, res->p999_us,
-	       (unsigned long long)res->ops, (unsigned long long)res->read_ops,
-	       (unsigned long long)res->write_ops,
-	       (unsigned long long)res->bytes, (unsigned long long)res->errors,
-	       (unsigned long long)res->verify_failures,
-	       (unsigned long long)res->lost, res->max_gap_ms, res->time_s,
-	       cfg->bs, cfg->qd, cfg->threads);
-	tool_json_str(stdout, bench_rw_str(cfg->rw));
-	printf(",\"submit\":");
-	tool_json_str(stdout, bench_submit_str(cfg->submit));
-	printf(",\"callback_submits\":%llu",
-	       (unsigned long long)res->cb_submits);
-	printf(",\"busy_poll_us\":%u,\"busy_poll_adaptive\":%s",
-	       cfg->busy_poll_us, cfg->busy_poll_adaptive ? "true" : "false");
-	printf(",\"policy\":");
-	tool_json_str(stdout, res->policy);
-	printf(",\"target\":");
-	if (cfg->export_name) {
-		printf("{\"export\":");
-		tool_json_str(stdout, cfg->export_name);
-		printf(",\"size\":%llu,\"logical_block_size\":%u",
-		       (unsigned long long)res->export_size, res->export_lbs);
-		if (cfg->verify)
-			printf(",\"final_verified\":%llu",
-			       (unsigned long long)res->final_verified);
-		printf("}");
-	} else {
-		printf("{\"memory\":true,\"size\":%llu}", TOOL_TARGET_SIZE);
+	json_init(&j);
+	json_obj_begin(&j, NULL);
+	json_fixed(&j, "iops", res->iops, 1);
+	json_fixed(&j, "mbps", res->mbps, 3);
+	json_obj_begin(&j, "lat_us");
+	json_fixed(&j, "p50", res->p50_us, 1);
+	json_fixed(&j, "p99", res->p99_us, 1);
+	json_fixed(&j, "p999", res->p999_us, 1);
+	json_obj_end(&j);
+	json_u64(&j, "ops", res->ops);
+	json_u64(&j, "read_ops", res->read_ops);
+	json_u64(&j, "write_ops", res->write_ops);
+	json_u64(&j, "bytes", res->bytes);
+	json_u64(&j, "errors", res->errors);
+	json_u64(&j, "verify_failures", res->verify_failures);
+	json_u64(&j, "lost", res->lost);
+	json_fixed(&j, "max_gap_ms", res->max_gap_ms, 1);
+	json_fixed(&j, "time_s", res->time_s, 3);
+	json_u64(&j, "bs", cfg->bs);
+	json_u64(&j, "qd", cfg->qd);
+	json_u64(&j, "threads", cfg->threads);
+	json_str(&j, "rw", bench_rw_str(cfg->rw));
+	json_str(&j, "submit", bench_submit_str(cfg->submit));
+	json_u64(&j, "callback_submits", res->cb_submits);
+	json_u64(&j, "busy_poll_us", cfg->busy_poll_us);
+	json_bool(&j, "busy_poll_adaptive", cfg->busy_poll_adaptive);
+	json_str(&j, "policy", res->policy);
+	bench_target_json(&j, cfg, res);
+	bench_paths_json(&j, res);
+	bench_print_cpu_json(&j, res);
+	if (cfg->events)
+		bench_events_json(&j, res);
+	json_obj_end(&j);
+	if (j.oom) {
+		json_free(&j);
+		fprintf(stderr, "%s bench: out of memory\n", TOOL_NAME);
+		return -1;
 	}
-	printf(",\"paths\":[");
-	for (i = 0; i < res->path_cnt; i++) {
-		p = &res->paths[i];
-		printf("%s{\"addr\":", i ? "," : "");
-		tool_json_str(stdout, p->addr);
-		printf(",\"state\":");
-		tool_json_str(stdout, ibtrs_path_state_str(p->st.state));
-		printf(",\"ops\":%llu,\"rd_ops\":%llu,\"wr_ops\":%llu,"
-		       "\"errors\":%llu,\"failovers\":%llu,"
-		       "\"reconnect_attempts\":%llu,\"reconnects\":%llu,"
-		       "\"hb_rtt_us\":%llu,"
-		       "\"lat_us\":{\"p50\":%llu,\"p99\":%llu,\"p999\":%llu}}",
-		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
-		       (unsigned long long)p->st.rd_ops,
-		       (unsigned long long)p->st.wr_ops,
-		       (unsigned long long)p->st.errors,
-		       (unsigned long long)p->st.failovers,
-		       (unsigned long long)p->st.reconnect_attempts,
-		       (unsigned long long)p->st.reconnects,
-		       (unsigned long long)p->st.hb_rtt_us,
-		       (unsigned long long)p->st.lat_p50_us,
-		       (unsigned long long)p->st.lat_p99_us,
-		       (unsigned long long)p->st.lat_p999_us);
-	}
-	printf("]");
-	bench_print_cpu_json(res);
-	if (cfg->events) {
-		printf(",\"events\":[");
-		for (i = 0; i < res->event_cnt; i++) {
-			const struct ibtrs_event *ev = &res->events[i];
-			char msg[sizeof(ev->msg) + 1];
-
-			snprintf(msg, sizeof(msg), "%.*s", (int)sizeof(ev->msg),
-				 ev->msg);
-			printf("%s{\"ts\":%llu.%06llu,\"path\":%d,\"msg\":",
-			       i ? "," : "",
-			       (unsigned long long)(ev->ts_ns / 1000000000ull),
-			       (unsigned long long)(ev->ts_ns % 1000000000ull /
-						    1000),
-			       ev->path);
-			tool_json_str(stdout, msg);
-			printf("}");
-		}
-		printf("]");
-	}
-	printf("}\n");
+	printf("%s\n", j.buf);
+	json_free(&j);
+	return 0;
 }
 
 /**
@@ -2265,9 +2335,11 @@ int cmd_bench(int argc, char *argv[])
 		free(res);
 		return ret;
 	}
-	if (json)
-		bench_print_json(&cfg, res);
-	else
+	if (json && bench_print_json(&cfg, res) < 0) {
+		free(res);
+		return TOOL_EXIT_FAIL;
+	}
+	if (!json)
 		bench_print_table(&cfg, res);
 	fflush(stdout);
 	ret = res->errors || res->verify_failures || res->lost ? TOOL_EXIT_FAIL

@@ -102,7 +102,6 @@ bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive);
 uint64_t tool_now_ns(void);
 int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us);
 uint64_t tool_random64(void);
-void tool_json_str(FILE *f, const char *s);
 void tool_signals_init(void);
 int tool_signal_wait(int timeout_ms, pid_t *from);
 
