@@ -20,6 +20,10 @@
 
 #define TOOL_NAME "ibtrs"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* Exit statuses of every subcommand. */
 enum {
 	TOOL_EXIT_OK = 0,
@@ -400,13 +404,15 @@ void usage_demo(FILE *f);
 
 int cmd_status(int argc, char *argv[]);
 void usage_status(FILE *f);
-int cmd_path(int argc, char *argv[]);
+
+/*
+ * control.c: "path", "policy", "stats" and "fault", by argv[0]
+ */
+
+int cmd_control(int argc, char *argv[]);
 void usage_path(FILE *f);
-int cmd_policy(int argc, char *argv[]);
 void usage_policy(FILE *f);
-int cmd_stats(int argc, char *argv[]);
 void usage_stats(FILE *f);
-int cmd_fault(int argc, char *argv[]);
 void usage_fault(FILE *f);
 
 #endif /* IBTRS_TOOL_H */
