@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "tool.h"
 
 #define DEMO_DEFAULT_TIME 30.0
