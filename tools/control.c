@@ -298,6 +298,23 @@ struct ctl_cmd {
 	int (*build)(int argc, char *argv[], struct ctl_req *r);
 };
 
+/**
+ * ctl_index() - position of a word in a list
+ * @list: the words
+ * @n: number of @list
+ * @s: the word looked for
+ *
+ * Return: its index, @n when it is not there.
+ */
+static size_t ctl_index(const char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n && strcmp(s, list[i]); i++)
+		;
+	return i;
+}
+
 /* "path add SESSION ADDR", "path remove|reconnect|disconnect SESSION IDX" */
 static int ctl_build_path(int argc, char *argv[], struct ctl_req *r)
 {
@@ -311,9 +328,7 @@ static int ctl_build_path(int argc, char *argv[], struct ctl_req *r)
 	size_t i;
 	int ret;
 
-	for (i = 0; i < ARRAY_SIZE(ops); i++)
-		if (!strcmp(op, ops[i]))
-			break;
+	i = ctl_index(ops, ARRAY_SIZE(ops), op);
 	if (!add && i == ARRAY_SIZE(ops)) {
 		tool_err(
 			"unknown action '%s': expected add, remove, reconnect or disconnect",
@@ -363,9 +378,7 @@ static int ctl_build_policy(int argc, char *argv[], struct ctl_req *r)
 	ret = st_check_name(r->sess);
 	if (ret)
 		return ret;
-	for (i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(pol, names[i]))
-			break;
+	i = ctl_index(names, ARRAY_SIZE(names), pol);
 	if (i == ARRAY_SIZE(names)) {
 		tool_err(
 			"invalid policy '%s': expected rr, min-inflight or min-latency",
@@ -414,9 +427,7 @@ static int ctl_build_fault(int argc, char *argv[], struct ctl_req *r)
 		ret = st_parse_idx(argv[optind + 1], &idx);
 	if (ret)
 		return ret;
-	for (i = 0; i < ARRAY_SIZE(types); i++)
-		if (!strcmp(type, types[i]))
-			break;
+	i = ctl_index(types, ARRAY_SIZE(types), type);
 	if (i == ARRAY_SIZE(types)) {
 		tool_err(
 			"invalid fault '%s': expected none, drop, delay or close",
