@@ -123,6 +123,31 @@ static int st_operands(const char *cmd, int argc, char *argv[], int min,
 	return 0;
 }
 
+/* The --pid help of the commands on one session, and their exit status. */
+#define CTL_PID_ONE "the process holding SESSION, when several do"
+#define CTL_EXIT                                              \
+	"0 done, 1 no such session or the process refused,\n" \
+	"2 for usage errors."
+
+/**
+ * ctl_usage_tail() - the end of a control command's help: options and
+ * exit status
+ * @f: output stream
+ * @pid: what --pid selects
+ * @exit_status: the exit statuses
+ */
+static void ctl_usage_tail(FILE *f, const char *pid, const char *exit_status)
+{
+	fprintf(f,
+		"\n"
+		"Options:\n"
+		"      --pid PID   %s\n"
+		"  -h, --help      show this help\n"
+		"\n"
+		"Exit status: %s\n",
+		pid, exit_status);
+}
+
 /**
  * usage_path() - print the help of "ibtrs path"
  * @f: output stream
@@ -139,15 +164,9 @@ void usage_path(FILE *f)
 		"  remove      drain path IDX and remove it for good\n"
 		"  reconnect   connect path IDX again (waits for the connect)\n"
 		"  disconnect  close path IDX; its requests move to the other\n"
-		"              paths and it stays closed until reconnected\n"
-		"\n"
-		"Options:\n"
-		"      --pid PID   the process holding SESSION, when several do\n"
-		"  -h, --help      show this help\n"
-		"\n"
-		"Exit status: 0 done, 1 no such session or the process refused,\n"
-		"2 for usage errors.\n",
+		"              paths and it stays closed until reconnected\n",
 		TOOL_NAME, TOOL_NAME);
+	ctl_usage_tail(f, CTL_PID_ONE, CTL_EXIT);
 }
 
 /**
@@ -162,15 +181,9 @@ void usage_policy(FILE *f)
 		"Set the multipath policy of a client session of a running process:\n"
 		"rr (round-robin: each connected path in turn), min-inflight (the\n"
 		"path with the fewest requests in flight) or min-latency (the path\n"
-		"with the lowest heartbeat round trip).\n"
-		"\n"
-		"Options:\n"
-		"      --pid PID   the process holding SESSION, when several do\n"
-		"  -h, --help      show this help\n"
-		"\n"
-		"Exit status: 0 done, 1 no such session or the process refused,\n"
-		"2 for usage errors.\n",
+		"with the lowest heartbeat round trip).\n",
 		TOOL_NAME);
+	ctl_usage_tail(f, CTL_PID_ONE, CTL_EXIT);
 }
 
 /**
@@ -185,15 +198,11 @@ void usage_stats(FILE *f)
 		"Zero the counters and latency histograms of every path of a client\n"
 		"session of a running process; without SESSION, of every client\n"
 		"session of every process (or of process PID). Server counters are\n"
-		"not reset.\n"
-		"\n"
-		"Options:\n"
-		"      --pid PID   only process PID\n"
-		"  -h, --help      show this help\n"
-		"\n"
-		"Exit status: 0 done, 1 no such session (or no client session at\n"
-		"all) or the process refused, 2 for usage errors.\n",
+		"not reset.\n",
 		TOOL_NAME);
+	ctl_usage_tail(f, "only process PID",
+		       "0 done, 1 no such session (or no client session at\n"
+		       "all) or the process refused, 2 for usage errors.");
 }
 
 /**
@@ -210,15 +219,9 @@ void usage_fault(FILE *f)
 		"  none      clear the path's fault\n"
 		"  drop      the path silently loses everything, as a cut cable\n"
 		"  delay MS  every response on the path is held MS ms (0..600000)\n"
-		"  close     the path's connections are reset now\n"
-		"\n"
-		"Options:\n"
-		"      --pid PID   the process holding SESSION, when several do\n"
-		"  -h, --help      show this help\n"
-		"\n"
-		"Exit status: 0 done, 1 no such session or the process refused,\n"
-		"2 for usage errors.\n",
+		"  close     the path's connections are reset now\n",
 		TOOL_NAME);
+	ctl_usage_tail(f, CTL_PID_ONE, CTL_EXIT);
 }
 
 /**
