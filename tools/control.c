@@ -302,42 +302,44 @@ struct ctl_cmd {
 };
 
 /**
- * ctl_index() - position of a word in a list
+ * ctl_word() - which of a list of words an operand is
  * @list: the words
  * @n: number of @list
- * @s: the word looked for
+ * @s: the operand
+ * @what: the error's start, e.g. "invalid policy"
+ * @want: the error's list of what is accepted
  *
- * Return: its index, @n when it is not there.
+ * Return: the index in @list, or -1 after printing an error.
  */
-static size_t ctl_index(const char *const *list, size_t n, const char *s)
+static int ctl_word(const char *const *list, size_t n, const char *s,
+		    const char *what, const char *want)
 {
 	size_t i;
 
-	for (i = 0; i < n && strcmp(s, list[i]); i++)
-		;
-	return i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return (int)i;
+	tool_err("%s '%s': expected %s", what, s, want);
+	return -1;
 }
 
 /* "path add SESSION ADDR", "path remove|reconnect|disconnect SESSION IDX" */
 static int ctl_build_path(int argc, char *argv[], struct ctl_req *r)
 {
-	static const char *const done[] = { "removed", "reconnected",
+	static const char *const done[] = { NULL, "removed", "reconnected",
 					    "disconnected" };
-	static const char *const ops[] = { "remove", "reconnect",
+	static const char *const ops[] = { "add", "remove", "reconnect",
 					   "disconnect" };
-	const char *op = argv[optind], *arg;
-	bool add = !strcmp(op, "add");
+	const char *arg;
 	unsigned int idx = 0;
-	size_t i;
-	int ret;
+	bool add;
+	int i, ret;
 
-	i = ctl_index(ops, ARRAY_SIZE(ops), op);
-	if (!add && i == ARRAY_SIZE(ops)) {
-		tool_err(
-			"unknown action '%s': expected add, remove, reconnect or disconnect",
-			op);
+	i = ctl_word(ops, ARRAY_SIZE(ops), argv[optind], "unknown action",
+		     "add, remove, reconnect or disconnect");
+	if (i < 0)
 		return TOOL_EXIT_USAGE;
-	}
+	add = !i;
 	ret = st_operands("path", argc, argv, 3, 3,
 			  add ? "SESSION or ADDR" : "SESSION or IDX");
 	if (ret)
@@ -355,7 +357,8 @@ static int ctl_build_path(int argc, char *argv[], struct ctl_req *r)
 		tool_err("invalid address '%s'", arg);
 		return TOOL_EXIT_USAGE;
 	}
-	snprintf(r->line, sizeof(r->line), "path %s %s %s", op, r->sess, arg);
+	snprintf(r->line, sizeof(r->line), "path %s %s %s", ops[i], r->sess,
+		 arg);
 	if (add) {
 		r->with_result = true;
 		snprintf(r->done, sizeof(r->done), "path ");
@@ -373,21 +376,17 @@ static int ctl_build_policy(int argc, char *argv[], struct ctl_req *r)
 	static const char *const names[] = { "rr", "round-robin",
 					     "min-inflight", "min-latency" };
 	const char *pol = argv[optind + 1];
-	size_t i;
-	int ret;
+	int i, ret;
 
 	(void)argc;
 	r->sess = argv[optind];
 	ret = st_check_name(r->sess);
 	if (ret)
 		return ret;
-	i = ctl_index(names, ARRAY_SIZE(names), pol);
-	if (i == ARRAY_SIZE(names)) {
-		tool_err(
-			"invalid policy '%s': expected rr, min-inflight or min-latency",
-			pol);
+	i = ctl_word(names, ARRAY_SIZE(names), pol, "invalid policy",
+		     "rr, min-inflight or min-latency");
+	if (i < 0)
 		return TOOL_EXIT_USAGE;
-	}
 	snprintf(r->line, sizeof(r->line), "policy %s %s", r->sess, pol);
 	snprintf(r->done, sizeof(r->done), "policy of %s set to %s", r->sess,
 		 i < 2 ? "round-robin" : names[i]);
@@ -421,7 +420,6 @@ static int ctl_build_fault(int argc, char *argv[], struct ctl_req *r)
 	const char *type = argv[optind + 2], *arg = NULL;
 	unsigned int idx;
 	uint64_t ms = 0;
-	size_t i;
 	int ret;
 
 	r->sess = argv[optind];
@@ -430,13 +428,9 @@ static int ctl_build_fault(int argc, char *argv[], struct ctl_req *r)
 		ret = st_parse_idx(argv[optind + 1], &idx);
 	if (ret)
 		return ret;
-	i = ctl_index(types, ARRAY_SIZE(types), type);
-	if (i == ARRAY_SIZE(types)) {
-		tool_err(
-			"invalid fault '%s': expected none, drop, delay or close",
-			type);
+	if (ctl_word(types, ARRAY_SIZE(types), type, "invalid fault",
+		     "none, drop, delay or close") < 0)
 		return TOOL_EXIT_USAGE;
-	}
 	if (argc - optind == 4)
 		arg = argv[optind + 3];
 	if (strcmp(type, "delay") && arg) {
