@@ -47,22 +47,7 @@ struct ibtrs_policy_path {
 int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			unsigned int n, unsigned int *cursor);
 
-/*
- * Latency histogram: log-linear buckets, 8 per power of two, in
- * nanoseconds up to about 18 minutes; relative error under 12.5 %.
- */
-#define IBTRS_HIST_BUCKETS 320
-
-struct ibtrs_hist {
-	_Atomic uint64_t b[IBTRS_HIST_BUCKETS];
-};
-
-/* One thread adds and resets (ibtrs_counter_add()); any thread reads. */
-void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns);
-void ibtrs_hist_reset(struct ibtrs_hist *h);
-/* Value at quantile @q (0 < q <= 1) in nanoseconds; 0 when empty. */
-uint64_t ibtrs_hist_quantile(const struct ibtrs_hist *h, double q);
-unsigned int ibtrs_hist_bucket(uint64_t ns);
-uint64_t ibtrs_hist_bucket_low(unsigned int idx);
+/* The per-path latency histogram (struct ibtrs_hist) lives in hist.h. */
+#include "hist.h"
 
 #endif /* IBTRS_PATH_H */
