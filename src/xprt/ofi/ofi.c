@@ -164,8 +164,8 @@ struct ofi_cm_sink {
  * @direct: mapped regions registered on the caller's memory
  * @nr_direct: entries of @direct
  * @next_key: next key chosen here when the provider does not issue keys
- * @serial: every call into the provider is made under ofi_call_lock (see
- *	ofi_quirks)
+ * @serial: every call into the provider is made under ofi_call_lock
+ *	(OFI_CALL, see ofi_quirks)
  */
 struct ofi_pd {
 	struct fi_info *info;
@@ -181,14 +181,18 @@ struct ofi_pd {
 	bool serial;
 };
 
-/* Held around each call into a provider that needs it (OFI_Q_SERIAL). */
+/*
+ * Held around each call into a provider that needs it (OFI_Q_SERIAL): one
+ * lock for the process, as the client and the server of one process have
+ * a domain each on the same provider, and a lock per domain was not
+ * enough for net.
+ */
 static pthread_mutex_t ofi_call_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * A call into the provider of pd @pd, under ofi_call_lock where the
- * provider needs it: one lock for the process, as the client and the
- * server of one process have a domain each on the same provider. The lock
- * is the innermost: nothing is taken and no handler runs under it.
+ * provider needs it. The lock is the innermost: nothing is taken and no
+ * handler runs under it.
  */
 #define OFI_CALL(pd, expr)                                    \
 	({                                                    \
