@@ -703,6 +703,8 @@ static uint64_t ofi_next_key(struct ofi_pd *pd)
 	return k;
 }
 
+static void ofi_unreg(struct ofi_pd *pd, struct fid_mr *mr);
+
 /**
  * ofi_reg() - register @len bytes at @buf in the pd's domain
  * @pd: the domain
@@ -712,8 +714,6 @@ static uint64_t ofi_next_key(struct ofi_pd *pd)
  *
  * Return: 0 or a negative errno.
  */
-static void ofi_unreg(struct ofi_pd *pd, struct fid_mr *mr);
-
 static int ofi_reg(struct ofi_pd *pd, void *buf, size_t len, struct fid_mr **mr)
 {
 	unsigned int tries = 0;
