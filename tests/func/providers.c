@@ -31,6 +31,18 @@ static const char *const providers[] = {
 	"tcp", "net", "sockets", "udp", "shm", "ofi_rxm", "verbs", "nosuch",
 };
 
+/*
+ * Under LeakSanitizer: net (libfabric 1.17) leaks small objects of its
+ * own, allocated inside libfabric with no frame of ours above them; tcp
+ * and sockets run the same backend code without a leak. (A leak of ours
+ * through libfabric, an fi_info say, is the unit tests' to catch on tcp.)
+ */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libfabric.so\n";
+}
+
 static int dummy_rdma_ev(struct ibtrs_srv *sess, void *priv,
 			 struct ibtrs_srv_op *id, int dir, void *data,
 			 size_t datalen, const void *usr, size_t usrlen)
