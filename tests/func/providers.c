@@ -7,8 +7,9 @@
  * hardware this host lacks, and one that does not exist), a child process
  * runs with IBTRS_BACKEND=ofi and IBTRS_OFI_PROVIDER=NAME. It opens a
  * server on 127.0.0.1; a refused open must come with an errno and a log
- * line naming the provider. An accepted one must carry a client session:
- * 4 KiB and 128 KiB WRITEs read back and compared. The child's end (exit
+ * line naming the provider. On an accepted one a second server on the
+ * same port must be refused with EADDRINUSE, and a client session must
+ * run: 4 KiB and 128 KiB WRITEs read back and compared. The child's end (exit
  * status or signal) and its stderr are checked by the parent. tcp, the
  * provider the suite runs on, must work.
  *
@@ -52,21 +53,27 @@ static int dummy_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	return -EIO;
 }
 
-/* Whether the server opens on @prov; exits with the refusal if not. */
-static void child_probe(const char *prov)
+/* A server on 127.0.0.1:@port (0: any), or NULL with errno. */
+static struct ibtrs_srv_ctx *srv_open(uint16_t port)
 {
 	struct sockaddr_storage ss;
 	struct ibtrs_addr addr = { .src = NULL, .dst = &ss };
 	struct ibtrs_srv_opts opts;
-	struct ibtrs_srv_ctx *ctx;
 
 	ibtrs_srv_opts_init(&opts, sizeof(opts));
-	CHECK_EQ(ibtrs_addr_to_sockaddr("ip:127.0.0.1", 12, 0, &addr), 0);
+	CHECK_EQ(ibtrs_addr_to_sockaddr("ip:127.0.0.1", 12, port, &addr), 0);
 	opts.listen_addr = (const struct sockaddr *)&ss;
-	opts.port = 0;
+	opts.port = port;
 	opts.rdma_ev = dummy_rdma_ev;
 	errno = 0;
-	ctx = ibtrs_srv_open_opts(&opts);
+	return ibtrs_srv_open_opts(&opts);
+}
+
+/* Whether the server opens on @prov; exits with the refusal if not. */
+static void child_probe(const char *prov)
+{
+	struct ibtrs_srv_ctx *ctx = srv_open(0);
+
 	if (ctx) {
 		ibtrs_srv_close(ctx);
 		return;
@@ -94,6 +101,10 @@ static void child(const char *prov)
 	child_probe(prov);
 
 	h_srv_start(&srv, NULL, 0, 0);
+	/* A busy address is EADDRINUSE, as on the tcp backend, whatever
+	 * the provider reports (sockets: EINVAL). */
+	CHECK(!srv_open(srv.port));
+	CHECK_EQ(errno, EADDRINUSE);
 	sess = h_clt_open(prov, srv.port, 1, 0, NULL, NULL);
 	tag = ibtrs_clt_get_tag(sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
 	CHECK(tag);
