@@ -138,6 +138,8 @@ struct tool_export {
  * @hb_timeout_ms: heartbeat timeout, 0 for the library default
  * @grace_ms: how long a session without paths is kept, -1 for the library
  *            default
+ * @max_memory: server-wide memory limit in bytes, 0 for the library
+ *              default, -1 for none
  * @backing_file: file holding one target shared by every session, NULL for
  *                a memory target per session
  * @busy_poll_us: busy polling of the server's thread, microseconds
@@ -159,6 +161,7 @@ struct tool_srv_cfg {
 	uint32_t max_io_size;
 	uint32_t hb_timeout_ms;
 	int64_t grace_ms;
+	int64_t max_memory;
 	const char *backing_file;
 	const char *backend; /* NULL: the library's default */
 	uint32_t busy_poll_us;
