@@ -261,12 +261,13 @@ int main(void)
 	}
 	CHECK(n > 0 && n <= 4096);
 	/*
-	 * The libfabric backend (tcp provider) fails the 164th session of
-	 * one client process with ENXIO, a limit of the backend or the
-	 * provider: 128 there.
+	 * The libfabric backend fails a client process's Nth session with
+	 * ENXIO, a limit of the backend or the provider not yet pinned down
+	 * (each session has a fabric and a domain of its own): N = 164 on
+	 * the tcp provider, 19 on net. 16 sessions there.
 	 */
 	if (!s && backend && !strcmp(backend, "ofi"))
-		n = 128;
+		n = 16;
 	/* The loop backend connects within one process only. */
 	if (backend && !strcmp(backend, "loop")) {
 		printf("SKIP: the server runs in another process\n");
