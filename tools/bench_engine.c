@@ -39,6 +39,7 @@
 
 #include <ibnbd.h>
 
+#include "addr.h"
 #include "bench.h"
 #include "hist.h"
 #include "tool.h"
@@ -983,13 +984,18 @@ static int bench_parse_paths(const struct bench_cfg *cfg,
 	for (i = 0; i < cfg->path_cnt; i++) {
 		paths[i].src = &src[i];
 		paths[i].dst = &dst[i];
-		ret = ibtrs_addr_to_sockaddr(cfg->paths[i],
-					     strlen(cfg->paths[i]), cfg->port,
-					     &paths[i]);
+		char cause[IBTRS_ADDR_CAUSE_LEN];
+
+		ret = ibtrs_addr_parse(cfg->paths[i], strlen(cfg->paths[i]),
+				       cfg->port, &paths[i], cause,
+				       sizeof(cause));
 		if (ret) {
 			tool_err(
-				"invalid --path '%s': %s (expected ip:ADDR or ip:SRC,ip:DST)",
-				cfg->paths[i], strerror(-ret));
+				"invalid --path '%s': %s%s", cfg->paths[i],
+				cause,
+				ret == -EINVAL
+					? " (expected ip:ADDR or ip:SRC,ip:DST)"
+					: "");
 			return TOOL_EXIT_USAGE;
 		}
 	}

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -226,12 +227,46 @@ static void st_print_server(FILE *f, const struct jval *s)
 	}
 }
 
+/**
+ * st_check_dir() - warn about a control directory processes refuse
+ * @dir: the control directory
+ *
+ * A process opens its control socket only in a directory of its user
+ * closed to others (see ibtrs(7)); in another it runs without one, and
+ * "status" cannot see it. Said on stderr, so the table stays as it is.
+ */
+static void st_check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st))
+		return;
+	if (!S_ISDIR(st.st_mode))
+		tool_err(
+			"%s is not a directory: processes open no control socket",
+			dir);
+	else if (st.st_uid != geteuid() || (st.st_mode & 077))
+		tool_err(
+			"%s has uid %u, mode %04o: processes of uid %u refuse it (mode 0700 needed) and open no control socket",
+			dir, (unsigned int)st.st_uid,
+			(unsigned int)(st.st_mode & 07777),
+			(unsigned int)geteuid());
+}
+
 static void st_print_table(FILE *f, const struct st_set *set)
 {
 	size_t i, k;
 
 	if (!set->n) {
-		fprintf(f, "no ibtrs processes\n");
+		char dir[PATH_MAX] = "?";
+
+		ibtrs_control_dir(dir, sizeof(dir));
+		st_check_dir(dir);
+		/* Where it looked: the sockets of other users are elsewhere
+		 * (root's in /run/ibtrs) and closed to this one. */
+		fprintf(f, "no ibtrs processes in %s%s\n", dir,
+			geteuid() ? " (those of other users are not visible)"
+				  : "");
 		return;
 	}
 	for (i = 0; i < set->n; i++) {

@@ -153,7 +153,7 @@ time.sleep(120)
 
 # Nothing runs yet.
 ok status
-grep -qx 'no ibtrs processes' "$TMP/out" || fail "empty status: $(cat "$TMP/out")"
+grep -qx "no ibtrs processes in $IBTRS_RUNTIME_DIR" "$TMP/out" || fail "empty status: $(cat "$TMP/out")"
 ok status --json
 [ "$(cat "$TMP/out")" = "[]" ] || fail "empty status --json: $(cat "$TMP/out")"
 
@@ -360,7 +360,7 @@ expect 1 status --pid "$STALE_PID"
 stop_server "$SRV_PID"
 [ -e "$IBTRS_RUNTIME_DIR/$SRV_PID.sock" ] && fail "the server left its socket"
 ok status
-grep -qx 'no ibtrs processes' "$TMP/out" || fail "status after the end"
+grep -qx "no ibtrs processes in $IBTRS_RUNTIME_DIR" "$TMP/out" || fail "status after the end"
 left=$(find "$IBTRS_RUNTIME_DIR" -name '*.sock' | wc -l)
 [ "$left" -eq 0 ] || fail "$left sockets left in the runtime dir"
 
