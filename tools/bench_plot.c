@@ -223,7 +223,8 @@ int bench_plot_svg(const char *file, const char *title,
 			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%gs</text>\n",
 			PX(v), PL_LAT_TOP + PL_LAT_H + 16, v);
 
-	/* The events, under the lines. */
+	/* The events, under the lines; their labels run up from the bottom
+	 * of the IOPS panel, left of the marker. */
 	for (i = 0; i < res->event_cnt; i++) {
 		const struct ibtrs_event *ev = &res->events[i];
 		const char *kind = pl_event_kind(ev);
@@ -247,7 +248,8 @@ int bench_plot_svg(const char *file, const char *title,
 		fprintf(f,
 			"</title></line>\n"
 			"<text x=\"%.1f\" y=\"%d\" fill=\"%s\" font-size=\"10\" transform=\"rotate(-90 %.1f %d)\">",
-			x + 3, PL_IOPS_TOP + 4, color, x + 3, PL_IOPS_TOP + 4);
+			x - 3, PL_IOPS_TOP + PL_IOPS_H - 4, color, x - 3,
+			PL_IOPS_TOP + PL_IOPS_H - 4);
 		if (ev->path >= 0)
 			fprintf(f, "path %d %s", ev->path, kind);
 		else

@@ -278,12 +278,12 @@ static int demo_summary(const struct bench_res *res,
 	printf("\nsummary:\n"
 	       "  %llu requests (%llu reads, %llu writes), %llu bytes in %.2f s\n"
 	       "  %.0f IOPS, %.2f MB/s\n"
-	       "  latency p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n"
+	       "  latency p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n"
 	       "  longest time without a completion: %.0f ms\n",
 	       (unsigned long long)res->ops, (unsigned long long)res->read_ops,
 	       (unsigned long long)res->write_ops,
 	       (unsigned long long)res->bytes, res->time_s, res->iops,
-	       res->mbps, res->p50_us, res->p99_us, res->p999_us,
+	       res->mbps, res->p50_us, res->p99_us, res->p999_us, res->max_us,
 	       res->max_gap_ms);
 	for (i = 0; i < res->path_cnt; i++)
 		printf("  path %zu %s: %llu requests, %llu failovers, %llu reconnects, now %s\n",
