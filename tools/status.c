@@ -190,7 +190,9 @@ static void st_print_events(FILE *f, bool wide, const struct jval *events)
 
 /*
  * The path columns. The narrow set fits 100 columns with the usual
- * addresses; --wide adds the cumulative counters and percentiles.
+ * addresses; --wide adds the cumulative counters and percentiles. HB-RTT
+ * is the one latency of now (the percentiles are since the start): a
+ * delayed path shows there at once.
  */
 enum {
 	COL_IDX,
@@ -225,7 +227,8 @@ static const char *const st_col_head[NR_COLS] = {
 static const bool st_col_narrow[NR_COLS] = {
 	[COL_IDX] = true,   [COL_STATE] = true,	 [COL_ADDR] = true,
 	[COL_INFLT] = true, [COL_IOPS] = true,	 [COL_MBPS] = true,
-	[COL_ERR] = true,   [COL_FAILOV] = true, [COL_P99] = true,
+	[COL_ERR] = true,   [COL_FAILOV] = true, [COL_HB_RTT] = true,
+	[COL_P99] = true,
 };
 
 /**
@@ -277,8 +280,7 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 	snprintf(qd, sizeof(qd), "%llu",
 		 (unsigned long long)jget_u64(c, "queue_depth", 0));
 	st_human_bytes(mio, sizeof(mio), jget_u64(c, "max_io_size", 0));
-	fprintf(f,
-		"  session %s  policy %s  queue depth %s  max io %s  backend %s\n",
+	fprintf(f, "  session %s  policy %s  qd %s  max io %s  backend %s\n",
 		sess, jget_str(c, "policy", "?"), qd, mio,
 		jget_str(c, "backend", "?"));
 	if (!paths || paths->type != JT_ARR || !paths->n) {

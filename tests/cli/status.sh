@@ -196,7 +196,7 @@ grep -q "last events:" "$TMP/out" || fail "table: no events"
 # --wide adds the cumulative counters.
 awk -v f="$TMP/out" 'length($0) > 100 { print "too wide: " $0; bad = 1 } END { exit bad }' \
 	"$TMP/out" || fail "table wider than 100 columns"
-grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +ERR +FAILOV +P99$" "$TMP/out" ||
+grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +ERR +FAILOV +HB-RTT +P99$" "$TMP/out" ||
 	fail "table: not the narrow columns"
 grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT +[0-9]+ +[0-9.]+k? +[0-9]+\.[0-9] " "$TMP/out" ||
 	fail "table: no rate on path 0"
