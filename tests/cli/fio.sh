@@ -43,16 +43,16 @@ port=$SRV_PORT
 # --verify) a prefix of the target (the random mix would scatter its
 # blocks over all of it).
 run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
-	--rw write --bs 4KiB --iodepth 1 --numjobs 1 --runtime 300ms --verify \
+	--rw write --bs 1KiB --iodepth 1 --numjobs 1 --runtime 200ms --verify \
 	--output-format=json >"$TMP/w.json" 2>"$TMP/w.err" ||
 	fail "write: exit $?: $(cat "$TMP/w.err")"
 cat "$TMP/w.json"
-j "$TMP/w.json" 'd["rw"] == "write" and d["bs"] == 4096 and d["read_ops"] == 0 and 0 < d["write_ops"] < 16384' ||
+j "$TMP/w.json" 'd["rw"] == "write" and d["bs"] == 1024 and d["read_ops"] == 0 and 0 < d["write_ops"] < 65536' ||
 	fail "--rw write: wrong mix or sizes"
 python3 - "$TMP/disk" <<'PY' || fail "--rw write did not write in order"
 import sys
 data = open(sys.argv[1], "rb").read()
-bs = 4096
+bs = 1024
 written = [i for i in range(len(data) // bs)
            if data[i * bs:(i + 1) * bs].count(0) != bs]
 print("blocks written: %d, first %s, last %s" %
@@ -63,13 +63,14 @@ PY
 # The other mixes, their names and the mix ratio.
 for rw in read randread randwrite; do
 	run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
-		--rw "$rw" --runtime 0.5s --json >"$TMP/m.json" 2>"$TMP/m.err" ||
+		--rw "$rw" --bs 4KiB --runtime 0.5s --json >"$TMP/m.json" 2>"$TMP/m.err" ||
 		fail "$rw: exit $?: $(cat "$TMP/m.err")"
 	case $rw in
 	*read) want='d["write_ops"] == 0 and d["read_ops"] > 0' ;;
 	*) want='d["read_ops"] == 0 and d["write_ops"] > 0' ;;
 	esac
-	j "$TMP/m.json" "d['rw'] == '$rw' and $want" || fail "--rw $rw: wrong mix"
+	j "$TMP/m.json" "d['rw'] == '$rw' and d['bs'] == 4096 and $want" ||
+		fail "--rw $rw: wrong mix"
 done
 run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
 	--rw rw --rwmixread 100 --runtime 0.5 --json >"$TMP/m.json" ||
