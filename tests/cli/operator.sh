@@ -49,6 +49,18 @@ run_bounded 20 "$IBTRS" status >"$TMP/out" 2>"$TMP/err" || fail "status: exit $?
 grep -qF "no ibtrs processes in $IBTRS_RUNTIME_DIR" "$TMP/out" ||
 	fail "status does not say where it looked: $(cat "$TMP/out")"
 
+# A user other than root sees only its own processes: "status" says so.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$IBTRS" --version >/dev/null 2>&1; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env -u IBTRS_RUNTIME_DIR -u XDG_RUNTIME_DIR \
+		"$IBTRS" status >"$TMP/out" 2>"$TMP/err" </dev/null ||
+		fail "status as uid 65534: exit $?: $(cat "$TMP/err")"
+	grep -qx "no ibtrs processes in /tmp/ibtrs-65534 (those of other users are not visible)" \
+		"$TMP/out" || fail "status as uid 65534: $(cat "$TMP/out")"
+fi
+
 # A control directory open to others: the process says it has no control
 # socket (whatever the log level), and "status" says why it sees nothing.
 bad=$TMP/open-dir
