@@ -97,7 +97,7 @@ if not runs["ibtrs.w4k"]["json"]["callback_submits"] > 0:
 if runs["ibtrs.t4"]["json"]["callback_submits"] != 0:
     sys.exit("ibtrs.t4 submitted from the completion callback")
 # QD 64 per thread: 16 x 64 in flight asked for.
-if runs["ibtrs.t16x"]["json"]["qd"] != 1024:
+if runs["ibtrs.t16x"]["json"]["qd_requested"] != 1024:
     sys.exit("ibtrs.t16x did not run 16 x QD 64")
 if runs["ibtrs.lat"]["p50"] <= 0:
     sys.exit("QD1 p50 is not positive")

@@ -165,8 +165,15 @@ enum {
 
 /**
  * enum ibtrs_clt_con_type - connection a tag's requests travel on
- * @IBTRS_USR_CON: the connection reserved for service messages (con 0)
- * @IBTRS_IO_CON: a connection reserved for I/O
+ * @IBTRS_USR_CON: the connection reserved for service messages (con 0):
+ *                 for the occasional control request of an application
+ *                 (a flush, a query of its own protocol) that should not
+ *                 queue behind bulk I/O; every such request of a path
+ *                 shares that one connection
+ * @IBTRS_IO_CON: a connection reserved for I/O, chosen by the CPU of the
+ *                submitting thread among the path's io_cons: use it for
+ *                every data request (with one I/O connection, or on a
+ *                path that has only con 0, both go the same way)
  */
 enum ibtrs_clt_con_type {
 	IBTRS_USR_CON,
@@ -403,7 +410,9 @@ int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len);
  * @port: port stored in the destination when @str names none
  * @addr: @addr->dst must point to storage and is filled; @addr->src is
  *        filled if @str has a source and @addr->src points to storage, and
- *        set to NULL if @str has no source
+ *        set to NULL if @str has no source: a struct reused for the next
+ *        string needs @addr->src pointed at storage again, or a string with
+ *        a source fails with -EINVAL
  *
  * Return: 0, -EINVAL for a malformed string, a missing destination storage
  * or a source given without storage; -EHOSTUNREACH when a host name does not

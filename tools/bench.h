@@ -24,15 +24,35 @@
 #define BENCH_MIN_HB_TIMEOUT_MS 100
 #define BENCH_MAX_TIMEOUT_MS 3600000
 
+/**
+ * enum bench_rw - request mix, as fio's --rw
+ * @BENCH_READ: READs, each slot walking its blocks in order
+ * @BENCH_WRITE: WRITEs, in order
+ * @BENCH_RANDREAD: READs of random blocks
+ * @BENCH_RANDWRITE: WRITEs of random blocks
+ * @BENCH_RW: READs and WRITEs (cfg->rwmixread percent READs), in order
+ * @BENCH_RANDRW: READs and WRITEs of random blocks
+ *
+ * In order: slot i of a thread owns blocks i, i + qd, i + 2 qd, ..., so
+ * the slots together sweep the target from its start, qd blocks at a time.
+ */
 enum bench_rw {
 	BENCH_READ,
 	BENCH_WRITE,
+	BENCH_RANDREAD,
+	BENCH_RANDWRITE,
+	BENCH_RW,
 	BENCH_RANDRW,
 };
+
+#define BENCH_DEFAULT_RWMIXREAD 50
 
 /**
  * struct bench_tick - progress of a running benchmark, once per second
  * @elapsed: seconds since the start
+ * @dt: seconds since the last tick (the interval the rates are over)
+ * @real_ns: CLOCK_REALTIME of the tick, nanoseconds (the clock of the
+ *           session's events)
  * @iops: requests completed per second during the last interval
  * @mbps: data rate of the last interval, 1e6 bytes per second
  * @ops: requests completed since the start
@@ -46,6 +66,8 @@ enum bench_rw {
  */
 struct bench_tick {
 	double elapsed;
+	double dt;
+	uint64_t real_ns;
 	double iops;
 	double mbps;
 	double p99_us;
@@ -78,6 +100,7 @@ enum bench_submit {
  * @path_cnt: number of @paths
  * @port: server port used where a path names none
  * @rw: request mix
+ * @rwmixread: with BENCH_RW and BENCH_RANDRW, percent of READs (0..100)
  * @bs: data bytes of every request
  * @qd: requests in flight over all threads
  * @threads: submitter threads
@@ -107,6 +130,7 @@ struct bench_cfg {
 	size_t path_cnt;
 	uint16_t port;
 	enum bench_rw rw;
+	unsigned int rwmixread;
 	uint32_t bs;
 	uint32_t qd;
 	uint32_t threads;
@@ -145,9 +169,18 @@ struct bench_path_res {
  * @time_s: measured run time in seconds
  * @iops: completed requests per second
  * @mbps: data rate, 1e6 bytes per second
+ * @qd: requests that could be in flight: cfg->qd, or less when the
+ *      session's queue depth (or the target) bounds it
+ * @lat_cnt: requests whose latency was recorded; 0 leaves the latency
+ *           figures 0
+ * @min_us: smallest latency in microseconds
+ * @mean_us: mean latency in microseconds
+ * @max_us: largest latency in microseconds
  * @p50_us: median latency in microseconds
+ * @p90_us: 90th percentile latency in microseconds
  * @p99_us: 99th percentile latency in microseconds
  * @p999_us: 99.9th percentile latency in microseconds
+ * @p9999_us: 99.99th percentile latency in microseconds
  * @ops: successful requests (@read_ops + @write_ops)
  * @read_ops: successful READs
  * @write_ops: successful WRITEs
@@ -180,9 +213,16 @@ struct bench_res {
 	double time_s;
 	double iops;
 	double mbps;
+	uint32_t qd;
+	uint64_t lat_cnt;
+	double min_us;
+	double mean_us;
+	double max_us;
 	double p50_us;
+	double p90_us;
 	double p99_us;
 	double p999_us;
+	double p9999_us;
 	uint64_t ops;
 	uint64_t read_ops;
 	uint64_t write_ops;
@@ -210,19 +250,63 @@ struct bench_res {
 };
 
 const char *bench_rw_str(enum bench_rw rw);
+int bench_rw_parse(const char *s, enum bench_rw *rw);
+bool bench_rw_reads_only(enum bench_rw rw);
 const char *bench_submit_str(enum bench_submit submit);
 void bench_cfg_init(struct bench_cfg *cfg);
 void bench_print_event(FILE *f, const struct ibtrs_event *ev);
 int bench_run(const struct bench_cfg *cfg, struct bench_res *res);
 
+/* Ticks kept for a plot: an hour of seconds. */
+#define BENCH_SERIES_MAX 3600
+
 /**
- * struct bench_prog - what "ibtrs bench" prints once per second
+ * struct bench_sample - the figures of one progress tick, for a plot
+ * @t: seconds since the start
+ * @iops: requests per second over all paths
+ * @p99_us: p99 latency of the interval over all paths, 0 for none
+ * @path_cnt: valid entries of @path_iops and @path_state
+ * @path_iops: per path, requests per second
+ * @path_state: per path, its state at the tick
+ */
+struct bench_sample {
+	double t;
+	double iops;
+	double p99_us;
+	size_t path_cnt;
+	double path_iops[IBTRS_MAX_PATHS];
+	enum ibtrs_path_state path_state[IBTRS_MAX_PATHS];
+};
+
+/**
+ * struct bench_series - the ticks of a run, for a plot
+ * @start_real_ns: CLOCK_REALTIME of the start, to place the events
+ * @n: valid @samples
+ * @path_cnt: most paths any sample has
+ * @samples: the ticks, oldest first
+ */
+struct bench_series {
+	uint64_t start_real_ns;
+	size_t n;
+	size_t path_cnt;
+	struct bench_sample samples[BENCH_SERIES_MAX];
+};
+
+/* bench_plot.c */
+void bench_series_add(struct bench_series *s, const struct bench_tick *tick);
+int bench_plot_svg(const char *file, const char *title,
+		   const struct bench_series *s, const struct bench_res *res);
+
+/**
+ * struct bench_prog - what "ibtrs bench" does once per second
  * @tty: a progress line for humans on stderr
  * @json: a JSON line on stderr (--interval-json)
+ * @series: keep the tick for --plot, or NULL
  */
 struct bench_prog {
 	bool tty;
 	bool json;
+	struct bench_series *series;
 };
 
 /* bench_report.c */

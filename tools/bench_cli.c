@@ -30,19 +30,26 @@ void usage_bench(FILE *f)
 		"  --export NAME      run against the ibnbd export NAME of the server\n"
 		"                     (\"server --export NAME=PATH\"): block requests,\n"
 		"                     offsets within its size; opened read-only\n"
-		"                     with --rw read. --verify then checks only\n"
-		"                     blocks this run wrote, and reads every one of\n"
-		"                     them back at the end\n"
+		"                     with --rw read or randread. --verify then\n"
+		"                     checks only blocks this run wrote, and reads\n"
+		"                     every one of them back at the end\n"
 		"  --port N           server port where a path names none (default %u)\n"
-		"  --rw MODE          read, write or randrw (default randrw)\n"
-		"  --bs BYTES         request size, k/m suffixes (default %u)\n"
-		"  --qd N             requests in flight (default %u)\n"
-		"  --threads N        submitter threads (default %u)\n"
+		"  --rw MODE          as fio: read, write (in order), randread,\n"
+		"                     randwrite, rw (in order) or randrw (default)\n"
+		"  --rwmixread PCT    with rw and randrw, percent READs (default %u)\n"
+		"  --bs BYTES         request size: 4096, 4k, 4K, 4KiB, 1m ... (default %u)\n"
+		"  --iodepth N, --qd N\n"
+		"                     requests in flight (default %u); at most the\n"
+		"                     session's queue depth (the server's, 128 by\n"
+		"                     default), said when it is less\n"
+		"  --numjobs N, --threads N\n"
+		"                     submitter threads (default %u)\n"
 		"  --submit MODE      who submits the next request when one\n"
 		"                     completes: callback (the completion callback,\n"
 		"                     on the library's thread; default) or thread\n"
 		"                     (the submitter threads, woken per batch)\n"
-		"  --time SEC         run time in seconds (default %g)\n"
+		"  --runtime T, --time T\n"
+		"                     run time: seconds, or 500ms, 10s, 1m, 1h (default %g)\n"
 		"  --io-cons N        I/O connections per path, 1..8 (default 1)\n"
 		"  --busy-poll US     the session's thread polls US microseconds\n"
 		"                     after an event before it sleeps (default 0)\n"
@@ -64,9 +71,13 @@ void usage_bench(FILE *f)
 		"                     how long a request of a failed path may wait for a\n"
 		"                     path, 0..%u (default 30000); with --export also\n"
 		"                     how long a request waits for a path at all\n"
-		"  --json             print the result as one JSON object\n"
-		"  --events           with --json, add the session's event log\n"
+		"  --json, --output-format=json\n"
+		"                     print the result as one JSON object\n"
+		"                     (--output-format=normal: the table, default)\n"
+		"  --events           add the session's event log to the result\n"
 		"  --interval-json    print one JSON line per second on stderr\n"
+		"  --plot FILE.svg    draw IOPS per path and p99 latency per second,\n"
+		"                     with the session's events, as an SVG image\n"
 		"  --quiet            no progress and no warnings\n"
 		"  --sessname NAME    session name (default %s-bench-PID)\n"
 		"  -h, --help         show this help\n"
@@ -77,9 +88,10 @@ void usage_bench(FILE *f)
 		"Exit status: 0 when every request succeeded and verified and none was\n"
 		"lost, 1 when one failed, 2 for usage errors.\n",
 		TOOL_NAME, TOOL_NAME, IBTRS_MAX_PATHS, IBTRS_DEFAULT_PORT,
-		BENCH_DEFAULT_BS, BENCH_DEFAULT_QD, BENCH_DEFAULT_THREADS,
-		BENCH_DEFAULT_TIME, BENCH_MIN_HB_TIMEOUT_MS,
-		BENCH_MAX_TIMEOUT_MS, BENCH_MAX_TIMEOUT_MS, TOOL_NAME);
+		BENCH_DEFAULT_RWMIXREAD, BENCH_DEFAULT_BS, BENCH_DEFAULT_QD,
+		BENCH_DEFAULT_THREADS, BENCH_DEFAULT_TIME,
+		BENCH_MIN_HB_TIMEOUT_MS, BENCH_MAX_TIMEOUT_MS,
+		BENCH_MAX_TIMEOUT_MS, TOOL_NAME);
 }
 
 /**
@@ -121,6 +133,9 @@ enum {
 	OPT_BUSY_POLL,
 	OPT_BUSY_POLL_ADAPTIVE,
 	OPT_EXPORT,
+	OPT_RWMIXREAD,
+	OPT_OUTPUT_FORMAT,
+	OPT_PLOT,
 };
 
 /**
@@ -137,9 +152,15 @@ int cmd_bench(int argc, char *argv[])
 		{ "port", required_argument, NULL, OPT_PORT },
 		{ "rw", required_argument, NULL, OPT_RW },
 		{ "bs", required_argument, NULL, OPT_BS },
+		{ "rwmixread", required_argument, NULL, OPT_RWMIXREAD },
 		{ "qd", required_argument, NULL, OPT_QD },
+		{ "iodepth", required_argument, NULL, OPT_QD },
 		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "numjobs", required_argument, NULL, OPT_THREADS },
 		{ "time", required_argument, NULL, OPT_TIME },
+		{ "runtime", required_argument, NULL, OPT_TIME },
+		{ "output-format", required_argument, NULL, OPT_OUTPUT_FORMAT },
+		{ "plot", required_argument, NULL, OPT_PLOT },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
@@ -168,9 +189,10 @@ int cmd_bench(int argc, char *argv[])
 	struct bench_prog prog = { .tty = false };
 	struct bench_cfg cfg;
 	struct bench_res *res;
+	const char *plot_file = NULL;
 	bool json = false;
+	int c, ret, plot_ret = 0;
 	uint64_t v;
-	int c, ret;
 
 	bench_cfg_init(&cfg);
 	cfg.paths = paths;
@@ -193,32 +215,48 @@ int cmd_bench(int argc, char *argv[])
 			cfg.port = (uint16_t)v;
 			break;
 		case OPT_RW:
-			if (!strcmp(optarg, "read"))
-				cfg.rw = BENCH_READ;
-			else if (!strcmp(optarg, "write"))
-				cfg.rw = BENCH_WRITE;
-			else if (!strcmp(optarg, "randrw"))
-				cfg.rw = BENCH_RANDRW;
+			if (bench_rw_parse(optarg, &cfg.rw))
+				return bench_bad_value(
+					"rw", optarg,
+					"read, write, randread, randwrite, rw or randrw");
+			break;
+		case OPT_RWMIXREAD:
+			if (tool_parse_uint(optarg, 0, 100, &v))
+				return bench_bad_value("rwmixread", optarg,
+						       "0..100 percent");
+			cfg.rwmixread = (unsigned int)v;
+			break;
+		case OPT_OUTPUT_FORMAT:
+			if (!strcmp(optarg, "json"))
+				json = true;
+			else if (!strcmp(optarg, "normal"))
+				json = false;
 			else
-				return bench_bad_value("rw", optarg,
-						       "read, write or randrw");
+				return bench_bad_value("output-format", optarg,
+						       "normal or json");
+			break;
+		case OPT_PLOT:
+			if (!optarg[0])
+				return bench_bad_value("plot", optarg,
+						       "a file name");
+			plot_file = optarg;
 			break;
 		case OPT_BS:
 			if (tool_parse_size(optarg, 1, TOOL_TARGET_SIZE, &v))
 				return bench_bad_value(
 					"bs", optarg,
-					"a size of 1..64m bytes, e.g. 4k");
+					"a size of 1..64m bytes, e.g. 4k or 4KiB");
 			cfg.bs = (uint32_t)v;
 			break;
 		case OPT_QD:
 			if (tool_parse_uint(optarg, 1, BENCH_MAX_QD, &v))
-				return bench_bad_value("qd", optarg,
+				return bench_bad_value("iodepth", optarg,
 						       "1..65536");
 			cfg.qd = (uint32_t)v;
 			break;
 		case OPT_THREADS:
 			if (tool_parse_uint(optarg, 1, BENCH_MAX_THREADS, &v))
-				return bench_bad_value("threads", optarg,
+				return bench_bad_value("numjobs", optarg,
 						       "1..256");
 			cfg.threads = (uint32_t)v;
 			break;
@@ -234,8 +272,8 @@ int cmd_bench(int argc, char *argv[])
 		case OPT_TIME:
 			if (tool_parse_seconds(optarg, &cfg.time_s))
 				return bench_bad_value(
-					"time", optarg,
-					"a positive number of seconds");
+					"runtime", optarg,
+					"a positive duration: seconds, or with ms, s, m or h");
 			break;
 		case OPT_VERIFY:
 			cfg.verify = true;
@@ -353,7 +391,17 @@ int cmd_bench(int argc, char *argv[])
 	if (cfg.qd < cfg.threads)
 		cfg.qd = cfg.threads;
 	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO);
-	if (prog.tty || prog.json) {
+	if (plot_file) {
+		/* Large: not on the stack. The events are marked on it. */
+		prog.series = calloc(1, sizeof(*prog.series));
+		if (!prog.series) {
+			tool_err("cannot allocate the plot: %s",
+				 strerror(ENOMEM));
+			return TOOL_EXIT_FAIL;
+		}
+		cfg.events = true;
+	}
+	if (prog.tty || prog.json || prog.series) {
 		cfg.progress = bench_progress;
 		cfg.progress_arg = &prog;
 	}
@@ -366,8 +414,21 @@ int cmd_bench(int argc, char *argv[])
 	}
 	ret = bench_run(&cfg, res);
 	if (ret) {
+		free(prog.series);
 		free(res);
 		return ret;
+	}
+	if (plot_file) {
+		char title[160];
+
+		snprintf(
+			title, sizeof(title),
+			"%s bench: rw=%s bs=%u iodepth=%u numjobs=%u, %zu path%s, %.1f s",
+			TOOL_NAME, bench_rw_str(cfg.rw), cfg.bs, res->qd,
+			cfg.threads, res->path_cnt,
+			res->path_cnt == 1 ? "" : "s", res->time_s);
+		plot_ret = bench_plot_svg(plot_file, title, prog.series, res);
+		free(prog.series);
 	}
 	if (json && bench_print_json(&cfg, res) < 0) {
 		free(res);
@@ -376,8 +437,9 @@ int cmd_bench(int argc, char *argv[])
 	if (!json)
 		bench_print_table(&cfg, res);
 	fflush(stdout);
-	ret = res->errors || res->verify_failures || res->lost ? TOOL_EXIT_FAIL
-							       : TOOL_EXIT_OK;
+	ret = res->errors || res->verify_failures || res->lost || plot_ret
+		      ? TOOL_EXIT_FAIL
+		      : TOOL_EXIT_OK;
 	free(res);
 	return ret;
 }

@@ -39,6 +39,7 @@
 
 #include <ibnbd.h>
 
+#include "addr.h"
 #include "bench.h"
 #include "hist.h"
 #include "tool.h"
@@ -73,6 +74,7 @@ struct bench_thread;
  * @nblks: blocks the slot owns: idx, idx + qd, idx + 2 qd, ... of the
  *         thread's range
  * @wseq: last sequence number the slot wrote
+ * @cursor: in-order mixes: how many of its blocks the slot went through
  * @rng: random state
  *
  * A slot owns its blocks, so no two requests in flight share a block and
@@ -92,6 +94,7 @@ struct bench_req {
 	unsigned int idx;
 	uint64_t nblks;
 	uint64_t wseq;
+	uint64_t cursor;
 	uint64_t rng;
 };
 
@@ -191,23 +194,60 @@ struct bench {
 	struct ibnbd_geometry geo;
 };
 
+static const char *const bench_rw_names[] = {
+	[BENCH_READ] = "read",
+	[BENCH_WRITE] = "write",
+	[BENCH_RANDREAD] = "randread",
+	[BENCH_RANDWRITE] = "randwrite",
+	[BENCH_RW] = "rw",
+	[BENCH_RANDRW] = "randrw",
+};
+
 /**
- * bench_rw_str() - name of a request mix
+ * bench_rw_str() - name of a request mix, as fio's --rw
  * @rw: the mix
  *
- * Return: "read", "write" or "randrw".
+ * Return: "read", "write", "randread", "randwrite", "rw" or "randrw".
  */
 const char *bench_rw_str(enum bench_rw rw)
 {
-	switch (rw) {
-	case BENCH_READ:
-		return "read";
-	case BENCH_WRITE:
-		return "write";
-	case BENCH_RANDRW:
-		return "randrw";
+	return (unsigned int)rw < ARRAY_SIZE(bench_rw_names)
+		       ? bench_rw_names[rw]
+		       : "?";
+}
+
+/**
+ * bench_rw_parse() - a request mix by its name
+ * @s: the name, as bench_rw_str() gives it ("readwrite" is taken for "rw",
+ *     as fio does)
+ * @rw: filled on success
+ *
+ * Return: 0, or -EINVAL for an unknown name.
+ */
+int bench_rw_parse(const char *s, enum bench_rw *rw)
+{
+	unsigned int i;
+
+	if (!strcmp(s, "readwrite"))
+		s = "rw";
+	for (i = 0; i < ARRAY_SIZE(bench_rw_names); i++) {
+		if (!strcmp(s, bench_rw_names[i])) {
+			*rw = (enum bench_rw)i;
+			return 0;
+		}
 	}
-	return "?";
+	return -EINVAL;
+}
+
+/**
+ * bench_rw_reads_only() - whether a mix only READs
+ * @rw: the mix
+ *
+ * Return: true for read and randread.
+ */
+bool bench_rw_reads_only(enum bench_rw rw)
+{
+	return rw == BENCH_READ || rw == BENCH_RANDREAD;
 }
 
 /**
@@ -237,6 +277,7 @@ void bench_cfg_init(struct bench_cfg *cfg)
 	ibtrs_clt_opts_init(&o, sizeof(o));
 	cfg->port = IBTRS_DEFAULT_PORT;
 	cfg->rw = BENCH_RANDRW;
+	cfg->rwmixread = BENCH_DEFAULT_RWMIXREAD;
 	cfg->bs = BENCH_DEFAULT_BS;
 	cfg->qd = BENCH_DEFAULT_QD;
 	cfg->threads = BENCH_DEFAULT_THREADS;
@@ -545,16 +586,29 @@ static void bench_conf(void *priv, int err)
  */
 static void bench_pick(struct bench_thread *t, struct bench_req *req)
 {
-	uint64_t blk;
+	const struct bench_cfg *cfg = t->b->cfg;
+	uint64_t blk, n;
 
-	blk = req->idx + (rng_next(&req->rng) % req->nblks) * t->qd;
+	switch (cfg->rw) {
+	case BENCH_READ:
+	case BENCH_WRITE:
+	case BENCH_RW:
+		n = req->cursor++ % req->nblks;
+		break;
+	default:
+		n = rng_next(&req->rng) % req->nblks;
+		break;
+	}
+	blk = req->idx + n * t->qd;
 	req->blk = blk;
-	if (t->b->cfg->rw == BENCH_READ)
+	if (cfg->rw == BENCH_READ || cfg->rw == BENCH_RANDREAD)
 		req->dir = IBTRS_READ;
-	else if (t->b->cfg->rw == BENCH_WRITE)
+	else if (cfg->rw == BENCH_WRITE || cfg->rw == BENCH_RANDWRITE)
 		req->dir = IBTRS_WRITE;
 	else
-		req->dir = rng_next(&req->rng) & 1 ? IBTRS_WRITE : IBTRS_READ;
+		req->dir = rng_next(&req->rng) % 100 < cfg->rwmixread
+				   ? IBTRS_READ
+				   : IBTRS_WRITE;
 	if (req->dir == IBTRS_WRITE)
 		req->seq = ++req->wseq;
 	else
@@ -983,13 +1037,18 @@ static int bench_parse_paths(const struct bench_cfg *cfg,
 	for (i = 0; i < cfg->path_cnt; i++) {
 		paths[i].src = &src[i];
 		paths[i].dst = &dst[i];
-		ret = ibtrs_addr_to_sockaddr(cfg->paths[i],
-					     strlen(cfg->paths[i]), cfg->port,
-					     &paths[i]);
+		char cause[IBTRS_ADDR_CAUSE_LEN];
+
+		ret = ibtrs_addr_parse(cfg->paths[i], strlen(cfg->paths[i]),
+				       cfg->port, &paths[i], cause,
+				       sizeof(cause));
 		if (ret) {
 			tool_err(
-				"invalid --path '%s': %s (expected ip:ADDR or ip:SRC,ip:DST)",
-				cfg->paths[i], strerror(-ret));
+				"invalid --path '%s': %s%s", cfg->paths[i],
+				cause,
+				ret == -EINVAL
+					? " (expected ip:ADDR or ip:SRC,ip:DST)"
+					: "");
 			return TOOL_EXIT_USAGE;
 		}
 	}
@@ -1028,9 +1087,17 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 	hist_init(all);
 	for (i = 0; i < b->nthreads; i++)
 		hist_merge(all, &b->threads[i].hist);
+	res->lat_cnt = all->count;
+	if (all->count) {
+		res->min_us = (double)all->min / 1000;
+		res->max_us = (double)all->max / 1000;
+		res->mean_us = hist_mean(all) / 1000;
+	}
 	res->p50_us = hist_percentile(all, 50) / 1000;
+	res->p90_us = hist_percentile(all, 90) / 1000;
 	res->p99_us = hist_percentile(all, 99) / 1000;
 	res->p999_us = hist_percentile(all, 99.9) / 1000;
+	res->p9999_us = hist_percentile(all, 99.99) / 1000;
 	free(all);
 }
 
@@ -1355,8 +1422,8 @@ static int bench_open_export(struct bench *b, struct bench_res *res)
 	}
 	/* A pure read run can use a read-only export. */
 	b->dev = ibnbd_dev_open(b->clt, cfg->export_name,
-				cfg->rw == BENCH_READ ? IBNBD_ACCESS_RO
-						      : IBNBD_ACCESS_RW,
+				bench_rw_reads_only(cfg->rw) ? IBNBD_ACCESS_RO
+							     : IBNBD_ACCESS_RW,
 				&b->geo);
 	if (!b->dev) {
 		err = errno;
@@ -1607,7 +1674,13 @@ static void bench_tick(struct bench *b, struct bench_ticker *tk, uint64_t now)
 	uint64_t ops = BENCH_SUM(b, read_ops) + BENCH_SUM(b, write_ops);
 	double dt = (double)(now - tk->last_ns) / 1e9;
 
+	struct timespec rt;
+
 	memset(&tick, 0, sizeof(tick));
+	clock_gettime(CLOCK_REALTIME, &rt);
+	tick.real_ns =
+		(uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	tick.dt = dt;
 	tick.elapsed = (double)(now - tk->start) / 1e9;
 	tick.ops = ops;
 	tick.iops = (double)(ops - tk->last_ops) / dt;
@@ -1640,8 +1713,12 @@ static void bench_wait(struct bench *b, struct bench_ticker *tk)
 		uint64_t now = tool_now_ns();
 		uint64_t until = next_tick < end ? next_tick : end;
 
-		if (now >= end)
+		if (now >= end) {
+			/* A run of whole seconds has its last second, too. */
+			if (next_tick <= end)
+				bench_tick(b, tk, now);
 			break;
+		}
 		if (now < until &&
 		    tool_signal_wait((int)((until - now + 999999) / 1000000),
 				     NULL))
@@ -1745,6 +1822,37 @@ static void bench_srv_cpu_end(struct bench *b, const struct bench_cpu *c,
 }
 
 /**
+ * bench_qd() - the requests that can really be in flight
+ * @b: the benchmark, its session open
+ * @res: res->qd is set
+ * @qd: requests each thread keeps in flight
+ *
+ * Every request holds one of the session's tags (the server's chunks), so
+ * the queue depth the server granted bounds what is in flight, whatever
+ * was asked; so can the target's size. Said once, unless quiet, so that a
+ * figure the run did not have is not reported.
+ */
+static void bench_qd(struct bench *b, struct bench_res *res, unsigned int qd)
+{
+	const struct bench_cfg *cfg = b->cfg;
+	struct ibtrs_attrs attrs;
+	uint64_t n = (uint64_t)qd * cfg->threads;
+
+	memset(&attrs, 0, sizeof(attrs));
+	if (!ibtrs_clt_query(b->sess, &attrs) && attrs.queue_depth &&
+	    attrs.queue_depth < n)
+		n = attrs.queue_depth;
+	res->qd = (uint32_t)(n < cfg->qd ? n : cfg->qd);
+	if (res->qd < cfg->qd && !cfg->quiet)
+		tool_err(
+			"warning: --iodepth %u: at most %u requests in flight (%s)",
+			cfg->qd, res->qd,
+			res->qd == attrs.queue_depth
+				? "the session's queue depth, set by the server"
+				: "the target's blocks per thread");
+}
+
+/**
  * bench_run() - run a benchmark
  * @cfg: what to run
  * @res: filled with the result
@@ -1784,6 +1892,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	ret = bench_target(&b, res, &per_thread, &qd);
 	if (ret)
 		goto out_close;
+	bench_qd(&b, res, qd);
 
 	ret = TOOL_EXIT_FAIL;
 	tk = calloc(1, sizeof(*tk));

@@ -48,6 +48,8 @@ void bench_progress(void *arg, const struct bench_tick *tick)
 	const struct bench_prog *prog = arg;
 	size_t i;
 
+	if (prog->series)
+		bench_series_add(prog->series, tick);
 	if (prog->json) {
 		struct json j;
 
@@ -98,8 +100,24 @@ static void bench_cpu_json(struct json *j, const char *key,
 	json_obj_begin(j, key);
 	json_fixed(j, "user_s", user_s, 3);
 	json_fixed(j, "sys_s", sys_s, 3);
-	json_fixed(j, "us_per_req", bench_us_per_req(res, user_s, sys_s), 3);
+	/* No request completed: there is no time per request. */
+	if (res->ops)
+		json_fixed(j, "us_per_req",
+			   bench_us_per_req(res, user_s, sys_s), 3);
+	else
+		json_null(j, "us_per_req");
 	json_obj_end(j);
+}
+
+/* CPU time per request for the table, "n/a" without requests. */
+static const char *bench_us_per_req_str(char *buf, size_t size,
+					const struct bench_res *res,
+					double user_s, double sys_s)
+{
+	if (!res->ops)
+		return "n/a";
+	snprintf(buf, size, "%.2f us", bench_us_per_req(res, user_s, sys_s));
+	return buf;
 }
 
 /**
@@ -173,6 +191,7 @@ static void bench_paths_json(struct json *j, const struct bench_res *res)
 		json_u64(j, "p50", p->st.lat_p50_us);
 		json_u64(j, "p99", p->st.lat_p99_us);
 		json_u64(j, "p999", p->st.lat_p999_us);
+		json_u64(j, "max", p->st.lat_max_us);
 		json_obj_end(j);
 		json_obj_end(j);
 	}
@@ -227,10 +246,27 @@ int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 	json_obj_begin(&j, NULL);
 	json_fixed(&j, "iops", res->iops, 1);
 	json_fixed(&j, "mbps", res->mbps, 3);
+	/* As fio's clat: the extremes, the mean and the percentiles; null
+	 * when no request completed. */
 	json_obj_begin(&j, "lat_us");
-	json_fixed(&j, "p50", res->p50_us, 1);
-	json_fixed(&j, "p99", res->p99_us, 1);
-	json_fixed(&j, "p999", res->p999_us, 1);
+	if (res->lat_cnt) {
+		json_fixed(&j, "min", res->min_us, 1);
+		json_fixed(&j, "mean", res->mean_us, 1);
+		json_fixed(&j, "max", res->max_us, 1);
+		json_fixed(&j, "p50", res->p50_us, 1);
+		json_fixed(&j, "p90", res->p90_us, 1);
+		json_fixed(&j, "p99", res->p99_us, 1);
+		json_fixed(&j, "p999", res->p999_us, 1);
+		json_fixed(&j, "p9999", res->p9999_us, 1);
+	} else {
+		static const char *const keys[] = { "min",  "mean", "max",
+						    "p50",  "p90",  "p99",
+						    "p999", "p9999" };
+		size_t k;
+
+		for (k = 0; k < ARRAY_SIZE(keys); k++)
+			json_null(&j, keys[k]);
+	}
 	json_obj_end(&j);
 	json_u64(&j, "ops", res->ops);
 	json_u64(&j, "read_ops", res->read_ops);
@@ -242,9 +278,13 @@ int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 	json_fixed(&j, "max_gap_ms", res->max_gap_ms, 1);
 	json_fixed(&j, "time_s", res->time_s, 3);
 	json_u64(&j, "bs", cfg->bs);
-	json_u64(&j, "qd", cfg->qd);
+	/* What was in flight at most; what was asked when that is more. */
+	json_u64(&j, "qd", res->qd);
+	json_u64(&j, "qd_requested", cfg->qd);
 	json_u64(&j, "threads", cfg->threads);
 	json_str(&j, "rw", bench_rw_str(cfg->rw));
+	if (cfg->rw == BENCH_RW || cfg->rw == BENCH_RANDRW)
+		json_u64(&j, "rwmixread", cfg->rwmixread);
 	json_str(&j, "submit", bench_submit_str(cfg->submit));
 	json_u64(&j, "callback_submits", res->cb_submits);
 	json_u64(&j, "busy_poll_us", cfg->busy_poll_us);
@@ -267,36 +307,22 @@ int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 }
 
 /**
- * bench_print_table() - print a result for humans on stdout
+ * bench_print_counters() - the request counters line of the table
  * @cfg: the configuration
  * @res: the result
+ *
+ * The one place for counters of the outcome of requests: one more goes
+ * here, in the same "name N" form.
  */
-void bench_print_table(const struct bench_cfg *cfg, const struct bench_res *res)
+static void bench_print_counters(const struct bench_cfg *cfg,
+				 const struct bench_res *res)
 {
-	const struct bench_path_res *p;
-	size_t i;
-
-	printf("%s bench: rw=%s bs=%u qd=%u threads=%u submit=%s policy=%s time=%.2fs%s\n",
-	       TOOL_NAME, bench_rw_str(cfg->rw), cfg->bs, cfg->qd, cfg->threads,
-	       bench_submit_str(cfg->submit), res->policy, res->time_s,
-	       cfg->verify ? " verify" : "");
-	if (cfg->export_name)
-		printf("target: export '%s', %llu bytes, logical block %u\n",
-		       cfg->export_name, (unsigned long long)res->export_size,
-		       res->export_lbs);
-	else
-		printf("target: memory, %llu MiB\n", TOOL_TARGET_SIZE >> 20);
-	printf("%12s %10s %10s %10s %10s %12s %8s %8s\n", "IOPS", "MB/s",
-	       "p50 us", "p99 us", "p99.9 us", "ops", "errors", "vfail");
-	printf("%12.0f %10.2f %10.1f %10.1f %10.1f %12llu %8llu %8llu\n",
-	       res->iops, res->mbps, res->p50_us, res->p99_us, res->p999_us,
-	       (unsigned long long)res->ops, (unsigned long long)res->errors,
-	       (unsigned long long)res->verify_failures);
-	printf("reads %llu, writes %llu, %llu bytes, lost %llu, longest gap %.1f ms",
+	printf("requests: reads %llu, writes %llu, %llu bytes, errors %llu, lost %llu",
 	       (unsigned long long)res->read_ops,
 	       (unsigned long long)res->write_ops,
-	       (unsigned long long)res->bytes, (unsigned long long)res->lost,
-	       res->max_gap_ms);
+	       (unsigned long long)res->bytes, (unsigned long long)res->errors,
+	       (unsigned long long)res->lost);
+	printf(", longest gap %.1f ms", res->max_gap_ms);
 	if (cfg->verify)
 		printf(", %llu reads verified, verify failures: %llu",
 		       (unsigned long long)res->verified,
@@ -304,25 +330,75 @@ void bench_print_table(const struct bench_cfg *cfg, const struct bench_res *res)
 	if (cfg->verify && cfg->export_name)
 		printf(", %llu written blocks read back at the end",
 		       (unsigned long long)res->final_verified);
-	printf("\nCPU per request: client %.2f us (user %.2f s, sys %.2f s)",
-	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s),
+	printf("\n");
+}
+
+/**
+ * bench_print_table() - print a result for humans on stdout
+ * @cfg: the configuration
+ * @res: the result
+ *
+ * The latency block is fio's clat block: min, max, mean, then the
+ * percentiles up to p99.99, so that a few requests stuck in a failover
+ * show in the max even when the percentiles hide them.
+ */
+void bench_print_table(const struct bench_cfg *cfg, const struct bench_res *res)
+{
+	const struct bench_path_res *p;
+	char cu[32], su[32];
+	size_t i;
+
+	printf("%s bench: rw=%s", TOOL_NAME, bench_rw_str(cfg->rw));
+	if (cfg->rw == BENCH_RW || cfg->rw == BENCH_RANDRW)
+		printf(" rwmixread=%u", cfg->rwmixread);
+	printf(" bs=%u iodepth=%u", cfg->bs, res->qd);
+	if (res->qd != cfg->qd)
+		printf(" (%u asked)", cfg->qd);
+	printf(" numjobs=%u submit=%s policy=%s runtime=%.2fs%s\n",
+	       cfg->threads, bench_submit_str(cfg->submit), res->policy,
+	       res->time_s, cfg->verify ? " verify" : "");
+	if (cfg->export_name)
+		printf("target: export '%s', %llu bytes, logical block %u\n",
+		       cfg->export_name, (unsigned long long)res->export_size,
+		       res->export_lbs);
+	else
+		printf("target: memory, %llu MiB\n", TOOL_TARGET_SIZE >> 20);
+	printf("  IOPS %.0f, %.2f MB/s, %llu ops, errors %llu, vfail %llu\n",
+	       res->iops, res->mbps, (unsigned long long)res->ops,
+	       (unsigned long long)res->errors,
+	       (unsigned long long)res->verify_failures);
+	if (res->lat_cnt) {
+		printf("  clat (us): min=%.1f, max=%.1f, avg=%.1f\n",
+		       res->min_us, res->max_us, res->mean_us);
+		printf("  clat percentiles (us): p50=%.1f, p90=%.1f, p99=%.1f, p99.9=%.1f, p99.99=%.1f\n",
+		       res->p50_us, res->p90_us, res->p99_us, res->p999_us,
+		       res->p9999_us);
+	} else {
+		printf("  clat (us): n/a, no request completed\n");
+	}
+	bench_print_counters(cfg, res);
+	printf("CPU per request: client %s (user %.2f s, sys %.2f s)",
+	       bench_us_per_req_str(cu, sizeof(cu), res, res->clt_user_s,
+				    res->clt_sys_s),
 	       res->clt_user_s, res->clt_sys_s);
 	if (res->srv_cpu)
-		printf(", server %.2f us (user %.2f s, sys %.2f s)",
-		       bench_us_per_req(res, res->srv_user_s, res->srv_sys_s),
+		printf(", server %s (user %.2f s, sys %.2f s)",
+		       bench_us_per_req_str(su, sizeof(su), res,
+					    res->srv_user_s, res->srv_sys_s),
 		       res->srv_user_s, res->srv_sys_s);
 	else
 		printf(", server n/a");
-	printf("\n\n%-40s %-14s %12s %9s %10s %10s\n", "path", "state", "ops",
-	       "failovers", "reconnects", "p99 us");
+	printf("\n\n%-40s %-14s %12s %9s %10s %10s %10s\n", "path", "state",
+	       "ops", "failovers", "reconnects", "p99 us", "max us");
 	for (i = 0; i < res->path_cnt; i++) {
 		p = &res->paths[i];
-		printf("%-40s %-14s %12llu %9llu %10llu %10llu\n", p->addr,
-		       ibtrs_path_state_str(p->st.state),
+		printf("%-40s %-14s %12llu %9llu %10llu %10llu %10llu\n",
+		       p->addr, ibtrs_path_state_str(p->st.state),
 		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
 		       (unsigned long long)p->st.failovers,
 		       (unsigned long long)p->st.reconnects,
-		       (unsigned long long)p->st.lat_p99_us);
+		       (unsigned long long)p->st.lat_p99_us,
+		       (unsigned long long)p->st.lat_max_us);
 	}
 	if (cfg->events) {
 		printf("\nevents:\n");

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
+#include "addr.h"
 #include "ctlclient.h"
 #include "tool.h"
 
@@ -58,6 +61,7 @@ static int st_parse_idx(const char *s, unsigned int *idx)
  * @argv: arguments
  * @usage: prints the help
  * @only: filled with --pid, 0 if not given
+ * @all: set when --all was given
  * @help: set when --help was given (and printed)
  *
  * On return optind is the first operand.
@@ -65,16 +69,19 @@ static int st_parse_idx(const char *s, unsigned int *idx)
  * Return: 0, or TOOL_EXIT_USAGE after printing an error.
  */
 static int st_ctl_opts(const char *cmd, int argc, char *argv[],
-		       void (*usage)(FILE *f), pid_t *only, bool *help)
+		       void (*usage)(FILE *f), pid_t *only, bool *all,
+		       bool *help)
 {
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'P' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, ret;
 
 	*only = 0;
+	*all = false;
 	*help = false;
 	opterr = 0;
 	optind = 0;
@@ -84,6 +91,9 @@ static int st_ctl_opts(const char *cmd, int argc, char *argv[],
 			ret = st_parse_pid(optarg, only);
 			if (ret)
 				return ret;
+			break;
+		case 'a':
+			*all = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -133,19 +143,22 @@ static int st_operands(const char *cmd, int argc, char *argv[], int min,
  * ctl_usage_tail() - the end of a control command's help: options and
  * exit status
  * @f: output stream
+ * @extra: help lines of the command's own options, "" for none
  * @pid: what --pid selects
  * @exit_status: the exit statuses
  */
-static void ctl_usage_tail(FILE *f, const char *pid, const char *exit_status)
+static void ctl_usage_tail(FILE *f, const char *extra, const char *pid,
+			   const char *exit_status)
 {
 	fprintf(f,
 		"\n"
 		"Options:\n"
+		"%s"
 		"      --pid PID   %s\n"
 		"  -h, --help      show this help\n"
 		"\n"
 		"Exit status: %s\n",
-		pid, exit_status);
+		extra, pid, exit_status);
 }
 
 /**
@@ -166,7 +179,7 @@ void usage_path(FILE *f)
 		"  disconnect  close path IDX; its requests move to the other\n"
 		"              paths and it stays closed until reconnected\n",
 		TOOL_NAME, TOOL_NAME);
-	ctl_usage_tail(f, CTL_PID_ONE, CTL_EXIT);
+	ctl_usage_tail(f, "", CTL_PID_ONE, CTL_EXIT);
 }
 
 /**
@@ -183,7 +196,7 @@ void usage_policy(FILE *f)
 		"path with the fewest requests in flight) or min-latency (the path\n"
 		"with the lowest heartbeat round trip).\n",
 		TOOL_NAME);
-	ctl_usage_tail(f, CTL_PID_ONE, CTL_EXIT);
+	ctl_usage_tail(f, "", CTL_PID_ONE, CTL_EXIT);
 }
 
 /**
@@ -193,16 +206,20 @@ void usage_policy(FILE *f)
 void usage_stats(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s stats reset [SESSION] [--pid PID]\n"
+		"Usage: %s stats reset SESSION [--pid PID]\n"
+		"       %s stats reset --all [--pid PID]\n"
 		"\n"
 		"Zero the counters and latency histograms of every path of a client\n"
-		"session of a running process; without SESSION, of every client\n"
-		"session of every process (or of process PID). Server counters are\n"
-		"not reset.\n",
-		TOOL_NAME);
-	ctl_usage_tail(f, "only process PID",
-		       "0 done, 1 no such session (or no client session at\n"
-		       "all) or the process refused, 2 for usage errors.");
+		"session of a running process; with --all instead of SESSION, of\n"
+		"every client session of every process (or of process PID). Server\n"
+		"counters are not reset.\n",
+		TOOL_NAME, TOOL_NAME);
+	ctl_usage_tail(
+		f,
+		"      --all       every client session (instead of SESSION)\n",
+		"only process PID",
+		"0 done, 1 no such session (or no client session at\n"
+		"all) or the process refused, 2 for usage errors.");
 }
 
 /**
@@ -221,7 +238,7 @@ void usage_fault(FILE *f)
 		"  delay MS  every response on the path is held MS ms (0..600000)\n"
 		"  close     the path's connections are reset now\n",
 		TOOL_NAME);
-	ctl_usage_tail(f, CTL_PID_ONE, CTL_EXIT);
+	ctl_usage_tail(f, "", CTL_PID_ONE, CTL_EXIT);
 }
 
 /**
@@ -273,9 +290,15 @@ static int st_reset_all(pid_t only)
  *        "result" of the answer is printed between @done and @tail
  * @tail: see @done
  * @with_result: see @done
+ * @all: --all was given (only "stats reset" takes it)
+ * @idx: the path an existing-path command acts on, -1 for none
+ * @add: a "path add": its result is the new path's index
  */
 struct ctl_req {
 	const char *sess;
+	bool all;
+	int idx;
+	bool add;
 	char line[ST_REQ_MAX];
 	char done[320];
 	char tail[300];
@@ -353,13 +376,29 @@ static int ctl_build_path(int argc, char *argv[], struct ctl_req *r)
 		ret = st_parse_idx(arg, &idx);
 		if (ret)
 			return ret;
-	} else if (!*arg || strpbrk(arg, " \t\r\n") || strlen(arg) > 300) {
-		tool_err("invalid address '%s'", arg);
-		return TOOL_EXIT_USAGE;
+	} else {
+		struct sockaddr_storage src, dst;
+		struct ibtrs_addr a = { .src = &src, .dst = &dst };
+		char cause[IBTRS_ADDR_CAUSE_LEN];
+
+		/* Parsed here as the session will, so that a bad address is a
+		 * usage error with its cause, as for bench --path. */
+		if (strlen(arg) > 300)
+			snprintf(cause, sizeof(cause), "longer than 300 bytes");
+		if (strlen(arg) > 300 ||
+		    ibtrs_addr_parse(arg, strlen(arg), IBTRS_DEFAULT_PORT, &a,
+				     cause, sizeof(cause))) {
+			tool_err(
+				"invalid address '%s': %s (expected ip:ADDR or ip:SRC,ip:DST)",
+				arg, cause);
+			return TOOL_EXIT_USAGE;
+		}
 	}
+	r->idx = add ? -1 : (int)idx;
 	snprintf(r->line, sizeof(r->line), "path %s %s %s", ops[i], r->sess,
 		 arg);
 	if (add) {
+		r->add = true;
 		r->with_result = true;
 		snprintf(r->done, sizeof(r->done), "path ");
 		snprintf(r->tail, sizeof(r->tail), " added to %s", r->sess);
@@ -393,7 +432,7 @@ static int ctl_build_policy(int argc, char *argv[], struct ctl_req *r)
 	return 0;
 }
 
-/* "stats reset [SESSION]" */
+/* "stats reset SESSION", "stats reset --all" */
 static int ctl_build_stats(int argc, char *argv[], struct ctl_req *r)
 {
 	int ret;
@@ -402,7 +441,18 @@ static int ctl_build_stats(int argc, char *argv[], struct ctl_req *r)
 		tool_err("unknown action '%s': expected reset", argv[optind]);
 		return TOOL_EXIT_USAGE;
 	}
-	if (argc - optind == 1)
+	/* Every session only when asked for: a reset cannot be undone. */
+	if (argc - optind == 1 && !r->all) {
+		tool_err(
+			"stats reset needs SESSION or --all (try '%s stats --help')",
+			TOOL_NAME);
+		return TOOL_EXIT_USAGE;
+	}
+	if (argc - optind == 2 && r->all) {
+		tool_err("--all and SESSION exclude each other");
+		return TOOL_EXIT_USAGE;
+	}
+	if (r->all)
 		return 0; /* every session: r->sess stays NULL */
 	r->sess = argv[optind + 1];
 	ret = st_check_name(r->sess);
@@ -470,6 +520,116 @@ static const struct ctl_cmd ctl_cmds[] = {
 };
 
 /**
+ * ctl_path_doc() - a path of a session in the status of a process
+ * @set: filled with the status of @pid; free it with st_set_free()
+ * @pid: the process
+ * @sess: the session
+ * @idx: the path
+ * @events: filled with the session's events, or NULL
+ *
+ * Return: the path's object, or NULL when the session or the path is not
+ * there (or the process did not answer).
+ */
+static const struct jval *ctl_path_doc(struct st_set *set, pid_t pid,
+				       const char *sess, unsigned int idx,
+				       const struct jval **events)
+{
+	const struct jval *clients, *paths, *p;
+	size_t i, k;
+
+	if (st_collect(set, pid, false, true) || !set->n)
+		return NULL;
+	clients = jget(set->procs[0].doc, "clients");
+	for (i = 0; clients && clients->type == JT_ARR && i < clients->n; i++) {
+		if (strcmp(jget_str(&clients->items[i], "sessname", ""), sess))
+			continue;
+		if (events)
+			*events = jget(&clients->items[i], "events");
+		paths = jget(&clients->items[i], "paths");
+		for (k = 0; paths && paths->type == JT_ARR && k < paths->n;
+		     k++) {
+			p = &paths->items[k];
+			if (jget_num(p, "idx", -1) == (double)idx)
+				return p;
+		}
+	}
+	return NULL;
+}
+
+/**
+ * ctl_path_exists() - whether a session has a path, before acting on it
+ * @pid: the process holding @sess
+ * @sess: the session
+ * @idx: the path
+ *
+ * The library answers a path it does not have with ENOENT, which reads
+ * as a missing file; this names the path instead.
+ *
+ * Return: true if the path is there (or the process could not tell), false
+ * after printing an error.
+ */
+static bool ctl_path_exists(pid_t pid, const char *sess, unsigned int idx)
+{
+	const struct jval *p;
+	struct st_set set;
+	bool dead;
+
+	p = ctl_path_doc(&set, pid, sess, idx, NULL);
+	if (!set.n) {
+		st_set_free(&set);
+		return true; /* st_command() reports what is wrong */
+	}
+	dead = p && !strcmp(jget_str(p, "state", ""), "dead");
+	st_set_free(&set);
+	if (p && !dead)
+		return true;
+	if (dead)
+		tool_err("no path %u in session %s: it was removed", idx, sess);
+	else
+		tool_err("no path %u in session %s (see '%s status')", idx,
+			 sess, TOOL_NAME);
+	return false;
+}
+
+/**
+ * ctl_path_added() - say how a path just added stands
+ * @pid: the process holding @sess
+ * @sess: the session
+ * @idx: the new path
+ *
+ * "path add" answers once the first connect was tried; a path that did not
+ * connect stays and is retried by the session, as a path that failed
+ * later would be. This says so, with the cause from the session's events,
+ * so that a wrong port does not pass for a working path.
+ */
+static void ctl_path_added(pid_t pid, const char *sess, unsigned int idx)
+{
+	const struct jval *p, *events = NULL, *ev;
+	const char *state, *cause = NULL;
+	struct st_set set;
+	size_t i;
+
+	p = ctl_path_doc(&set, pid, sess, idx, &events);
+	state = p ? jget_str(p, "state", "?") : NULL;
+	for (i = 0; p && events && events->type == JT_ARR && i < events->n;
+	     i++) {
+		ev = &events->items[i];
+		if (jget_num(ev, "path", -1) == (double)idx &&
+		    strstr(jget_str(ev, "msg", ""), "failed"))
+			cause = jget_str(ev, "msg", NULL);
+	}
+	if (state && strcmp(state, "connected")) {
+		printf(", not connected: %s", state);
+		if (cause)
+			printf(" (%s)", cause);
+		if (!strcmp(state, "reconnecting"))
+			printf("; the session keeps trying ('%s path remove %s %u' drops it)",
+			       TOOL_NAME, sess, idx);
+	}
+	st_set_free(&set);
+}
+
+/**
  * cmd_control() - "ibtrs path", "ibtrs policy", "ibtrs stats", "ibtrs fault"
  * @argc: argument count, argv[0] is the subcommand
  * @argv: arguments
@@ -485,11 +645,12 @@ int cmd_control(int argc, char *argv[])
 	const struct ctl_cmd *c = NULL;
 	struct ctl_req r = { 0 };
 	long long res;
+	pid_t only, pid;
 	bool help;
-	pid_t only;
 	size_t i;
 	int ret;
 
+	r.idx = -1;
 	for (i = 0; i < ARRAY_SIZE(ctl_cmds); i++)
 		if (!strcmp(argv[0], ctl_cmds[i].name))
 			c = &ctl_cmds[i];
@@ -497,9 +658,14 @@ int cmd_control(int argc, char *argv[])
 		tool_err("unknown control command '%s'", argv[0]);
 		return TOOL_EXIT_USAGE;
 	}
-	ret = st_ctl_opts(c->name, argc, argv, c->usage, &only, &help);
+	ret = st_ctl_opts(c->name, argc, argv, c->usage, &only, &r.all, &help);
 	if (ret || help)
 		return ret;
+	if (r.all && strcmp(c->name, "stats")) {
+		tool_err("unrecognized option '--all' (try '%s %s --help')",
+			 TOOL_NAME, c->name);
+		return TOOL_EXIT_USAGE;
+	}
 	ret = st_operands(c->name, argc, argv, c->min, c->max, c->missing);
 	if (!ret)
 		ret = c->build(argc, argv, &r);
@@ -507,12 +673,20 @@ int cmd_control(int argc, char *argv[])
 		return ret;
 	if (!r.sess)
 		return st_reset_all(only);
-	ret = st_session_command(r.sess, only, &res, "%s", r.line);
+	ret = st_find(r.sess, only, &pid);
+	if (ret)
+		return ret;
+	if (r.idx >= 0 && !ctl_path_exists(pid, r.sess, (unsigned int)r.idx))
+		return TOOL_EXIT_FAIL;
+	ret = st_command(pid, r.line, &res);
 	if (ret)
 		return ret;
 	if (r.with_result)
-		printf("%s%lld%s\n", r.done, res, r.tail);
+		printf("%s%lld%s", r.done, res, r.tail);
 	else
-		printf("%s\n", r.done);
+		printf("%s", r.done);
+	if (r.add && res >= 0 && res < IBTRS_MAX_PATHS)
+		ctl_path_added(pid, r.sess, (unsigned int)res);
+	printf("\n");
 	return TOOL_EXIT_OK;
 }

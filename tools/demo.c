@@ -54,6 +54,7 @@ static const char *const demo_paths[] = {
  * @have_last: @last holds the last event printed
  * @last: the last event printed
  * @evs: scratch space for the event log
+ * @series: the ticks kept for --plot, or NULL
  */
 struct demo {
 	double time_s;
@@ -63,6 +64,7 @@ struct demo {
 	bool have_last;
 	struct ibtrs_event last;
 	struct ibtrs_event evs[IBTRS_EVENT_LOG_LEN];
+	struct bench_series *series;
 };
 
 /**
@@ -72,7 +74,7 @@ struct demo {
 void usage_demo(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s demo [--time SEC]\n"
+		"Usage: %s demo [--time SEC] [--plot FILE.svg]\n"
 		"\n"
 		"Start a server with a memory target on 127.0.0.1 in this process and\n"
 		"run a verifying benchmark against it over two loopback paths\n"
@@ -85,6 +87,8 @@ void usage_demo(FILE *f)
 		"Options:\n"
 		"  --time SEC    run time in seconds (default %g; 6 or more to see\n"
 		"                the path come back)\n"
+		"  --plot FILE   draw IOPS per path, p99 latency and the events\n"
+		"                (the cut, the failover, the return) as SVG\n"
 		"  -h, --help    show this help\n"
 		"\n"
 		"Exit status: 0 when no request was lost, failed or ran twice and all\n"
@@ -173,6 +177,8 @@ static void demo_progress(void *arg, const struct bench_tick *tick)
 	size_t i, n;
 	int ret;
 
+	if (d->series)
+		bench_series_add(d->series, tick);
 	for (i = 0; i < tick->path_cnt; i++)
 		sum += tick->path_ops[i];
 	printf("[%5.1fs] %9.0f %9.2f %9.0f", tick->elapsed, tick->iops,
@@ -272,12 +278,12 @@ static int demo_summary(const struct bench_res *res,
 	printf("\nsummary:\n"
 	       "  %llu requests (%llu reads, %llu writes), %llu bytes in %.2f s\n"
 	       "  %.0f IOPS, %.2f MB/s\n"
-	       "  latency p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n"
+	       "  latency p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n"
 	       "  longest time without a completion: %.0f ms\n",
 	       (unsigned long long)res->ops, (unsigned long long)res->read_ops,
 	       (unsigned long long)res->write_ops,
 	       (unsigned long long)res->bytes, res->time_s, res->iops,
-	       res->mbps, res->p50_us, res->p99_us, res->p999_us,
+	       res->mbps, res->p50_us, res->p99_us, res->p999_us, res->max_us,
 	       res->max_gap_ms);
 	for (i = 0; i < res->path_cnt; i++)
 		printf("  path %zu %s: %llu requests, %llu failovers, %llu reconnects, now %s\n",
@@ -327,6 +333,7 @@ int cmd_demo(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "time", required_argument, NULL, 't' },
+		{ "plot", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -349,6 +356,7 @@ int cmd_demo(int argc, char *argv[])
 	struct ibtrs_srv_ctx *srv;
 	struct bench_cfg bcfg;
 	struct bench_res *res;
+	const char *plot_file = NULL;
 	struct demo *d;
 	int c, ret;
 
@@ -367,7 +375,7 @@ int cmd_demo(int argc, char *argv[])
 
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":t:p:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (tool_parse_seconds(optarg, &bcfg.time_s)) {
@@ -376,6 +384,14 @@ int cmd_demo(int argc, char *argv[])
 					optarg);
 				return TOOL_EXIT_USAGE;
 			}
+			break;
+		case 'p':
+			if (!optarg[0]) {
+				tool_err(
+					"invalid --plot '': expected a file name");
+				return TOOL_EXIT_USAGE;
+			}
+			plot_file = optarg;
 			break;
 		case 'h':
 			usage_demo(stdout);
@@ -392,8 +408,12 @@ int cmd_demo(int argc, char *argv[])
 
 	d = calloc(1, sizeof(*d));
 	res = malloc(sizeof(*res));
-	if (!d || !res) {
+	if (d && plot_file)
+		d->series = calloc(1, sizeof(*d->series));
+	if (!d || !res || (plot_file && !d->series)) {
 		tool_err("cannot allocate the demo: %s", strerror(ENOMEM));
+		if (d)
+			free(d->series);
 		free(d);
 		free(res);
 		return TOOL_EXIT_FAIL;
@@ -403,6 +423,7 @@ int cmd_demo(int argc, char *argv[])
 
 	srv = tool_srv_start(&scfg);
 	if (!srv) {
+		free(d->series);
 		free(d);
 		free(res);
 		return TOOL_EXIT_FAIL;
@@ -417,8 +438,18 @@ int cmd_demo(int argc, char *argv[])
 		demo_print_events(d, res->events, res->event_cnt);
 		tool_srv_get_stats(srv, &st);
 		ret = demo_summary(res, &st);
+		if (plot_file &&
+		    !bench_plot_svg(
+			    plot_file,
+			    TOOL_NAME
+			    " demo: path 1 cut at a third, restored at two thirds",
+			    d->series, res))
+			printf("plot: %s\n", plot_file);
+		else if (plot_file)
+			ret = TOOL_EXIT_FAIL;
 	}
 	tool_srv_stop(srv);
+	free(d->series);
 	free(d);
 	free(res);
 	return ret;

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "ibnbd.h"
 #include "idset.h"
 #include "tool.h"
@@ -666,7 +667,8 @@ void usage_server(FILE *f)
 		"  -l, --listen ADDR        listen on ADDR only, e.g. ip:127.0.0.1\n"
 		"                           (default: every address)\n"
 		"  -d, --queue-depth N      chunks per session, 1..%u (default %u)\n"
-		"  -m, --max-io-size BYTES  largest request, k/m suffixes (default %u)\n"
+		"  -m, --max-io-size BYTES  largest request, k/m suffixes, up to 16m\n"
+		"                           (default %u)\n"
 		"      --hb-timeout MS      close a path silent for MS ms, %u..%u\n"
 		"                           (default 1000)\n"
 		"      --grace MS           keep a session without paths MS ms for its\n"
@@ -845,7 +847,15 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 			cfg.queue_depth = (uint32_t)v;
 			break;
 		case 'm':
-			if (tool_parse_size(optarg, 1, UINT32_MAX / 2, &v)) {
+			ret = tool_parse_size(optarg, 1, TOOL_MAX_IO_SIZE, &v);
+			if (ret == -ERANGE) {
+				tool_err(
+					"invalid --max-io-size '%s': the limit is 1..%u bytes (%u MiB)",
+					optarg, TOOL_MAX_IO_SIZE,
+					TOOL_MAX_IO_SIZE >> 20);
+				return TOOL_EXIT_USAGE;
+			}
+			if (ret) {
 				tool_err(
 					"invalid --max-io-size '%s': expected a size such as 128k",
 					optarg);
@@ -943,11 +953,13 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 	if (listen_str) {
 		struct ibtrs_addr addr = { .src = NULL, .dst = &listen_ss };
 
-		ret = ibtrs_addr_to_sockaddr(listen_str, strlen(listen_str),
-					     cfg.port, &addr);
+		char cause[IBTRS_ADDR_CAUSE_LEN];
+
+		ret = ibtrs_addr_parse(listen_str, strlen(listen_str), cfg.port,
+				       &addr, cause, sizeof(cause));
 		if (ret || addr.src) {
 			tool_err("invalid --listen '%s': %s", listen_str,
-				 ret ? strerror(-ret)
+				 ret ? cause
 				     : "a source address makes no sense here");
 			return TOOL_EXIT_USAGE;
 		}

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,8 @@
 #include "table.h"
 #include "tool.h"
 
+/* Width the table keeps to without --wide. */
+#define ST_NARROW 100
 /* Events shown per session in the table. */
 #define ST_EVENTS 5
 /* Default --watch interval, seconds. */
@@ -31,6 +34,91 @@ enum st_format {
 	ST_JSON,
 	ST_PROM,
 };
+
+/* A single table call samples twice this far apart for its rates. */
+#define ST_RATE_MS 500
+
+/**
+ * struct st_view - how the table is drawn
+ * @wide: every column (--wide); else those that fit 100 columns
+ * @prev: the processes as read the interval before, for the rates; NULL
+ *        for none
+ * @dt: seconds between @prev and the set drawn
+ */
+struct st_view {
+	bool wide;
+	const struct st_set *prev;
+	double dt;
+};
+
+/**
+ * st_prev_path() - a path as it was the interval before
+ * @v: the view
+ * @pid: the process
+ * @sess: the session name
+ * @idx: the path index
+ *
+ * Return: the path object of the previous read, or NULL.
+ */
+static const struct jval *st_prev_path(const struct st_view *v, pid_t pid,
+				       const char *sess, uint64_t idx)
+{
+	const struct jval *clients, *paths;
+	size_t i, k, n;
+
+	for (i = 0; v->prev && i < v->prev->n; i++) {
+		if (v->prev->procs[i].pid != pid)
+			continue;
+		clients = jget(v->prev->procs[i].doc, "clients");
+		n = clients && clients->type == JT_ARR ? clients->n : 0;
+		for (k = 0; k < n; k++) {
+			const struct jval *c = &clients->items[k];
+			size_t j;
+
+			if (strcmp(jget_str(c, "sessname", ""), sess))
+				continue;
+			paths = jget(c, "paths");
+			for (j = 0;
+			     paths && paths->type == JT_ARR && j < paths->n;
+			     j++)
+				if (jget_u64(&paths->items[j], "idx", j) == idx)
+					return &paths->items[j];
+		}
+	}
+	return NULL;
+}
+
+/**
+ * st_rates() - IOPS and MB/s of a path over the last interval
+ * @v: the view
+ * @pid: the process
+ * @sess: the session name
+ * @p: the path now
+ * @iops: filled with the text of the IOPS, "-" without a previous read
+ * @mbps: filled with the text of the MB/s, "-" likewise
+ */
+static void st_rates(const struct st_view *v, pid_t pid, const char *sess,
+		     const struct jval *p, char *iops, char *mbps)
+{
+	const struct jval *q =
+		st_prev_path(v, pid, sess, jget_u64(p, "idx", 0));
+	uint64_t ops, bytes, pops, pbytes;
+
+	strcpy(iops, "-");
+	strcpy(mbps, "-");
+	if (!q || v->dt <= 0)
+		return;
+	ops = jget_u64(p, "rd_ops", 0) + jget_u64(p, "wr_ops", 0);
+	bytes = jget_u64(p, "rd_bytes", 0) + jget_u64(p, "wr_bytes", 0);
+	pops = jget_u64(q, "rd_ops", 0) + jget_u64(q, "wr_ops", 0);
+	pbytes = jget_u64(q, "rd_bytes", 0) + jget_u64(q, "wr_bytes", 0);
+	/* A stats reset in between: no rate rather than a wrong one. */
+	if (ops < pops || bytes < pbytes)
+		return;
+	st_human_count(iops, ST_CELL,
+		       (uint64_t)((double)(ops - pops) / v->dt + 0.5));
+	snprintf(mbps, ST_CELL, "%.1f", (double)(bytes - pbytes) / v->dt / 1e6);
+}
 
 /* ------------------------------------------------------------------ */
 /* table output                                                         */
@@ -60,9 +148,10 @@ static void st_src_dst(char *buf, size_t size, const struct jval *path)
 /**
  * st_print_events() - the last ST_EVENTS events of a session
  * @f: output stream
+ * @wide: whole lines; else each cut to ST_NARROW columns
  * @events: the array of events, oldest first
  */
-static void st_print_events(FILE *f, const struct jval *events)
+static void st_print_events(FILE *f, bool wide, const struct jval *events)
 {
 	size_t i, first;
 
@@ -80,85 +169,174 @@ static void st_print_events(FILE *f, const struct jval *events)
 
 		if (ts > 0 && localtime_r(&sec, &tm))
 			strftime(when, sizeof(when), "%H:%M:%S", &tm);
-		fprintf(f, "      %s.%03u  ", when,
-			(unsigned int)((ts - floor(ts)) * 1000) % 1000);
+		char line[ST_CELL * 2];
+		int n;
+
+		n = snprintf(line, sizeof(line), "      %s.%03u  ", when,
+			     (unsigned int)((ts - floor(ts)) * 1000) % 1000);
 		if (path && path->type == JT_NUM && path->num >= 0)
-			fprintf(f, "path %.0f: ", path->num);
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+				      "path %.0f: ", path->num);
 		else
-			fputs("session: ", f);
-		fprintf(f, "%s\n", jget_str(ev, "msg", ""));
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+				      "session: ");
+		snprintf(line + n, sizeof(line) - (size_t)n, "%s",
+			 jget_str(ev, "msg", ""));
+		if (!wide && strlen(line) > ST_NARROW)
+			strcpy(line + ST_NARROW - 3, "...");
+		fprintf(f, "%s\n", line);
 	}
 }
 
-static void st_print_client(FILE *f, const struct jval *c)
+/*
+ * The path columns. The narrow set fits 100 columns with the usual
+ * addresses; --wide adds the cumulative counters and percentiles. HB-RTT
+ * is the one latency of now (the percentiles are since the start): a
+ * delayed path shows there at once.
+ */
+enum {
+	COL_IDX,
+	COL_STATE,
+	COL_ADDR,
+	COL_INFLT,
+	COL_IOPS,
+	COL_MBPS,
+	COL_RD_OPS,
+	COL_RD_BYTES,
+	COL_WR_OPS,
+	COL_WR_BYTES,
+	COL_ERR,
+	COL_FAILOV,
+	COL_RECON,
+	COL_HB_RTT,
+	COL_P50,
+	COL_P99,
+	COL_P999,
+	COL_MAX,
+	NR_COLS,
+};
+
+_Static_assert(NR_COLS <= ST_COLS, "the path table has too many columns");
+
+static const char *const st_col_head[NR_COLS] = {
+	"IDX",	  "STATE",    "SRC->DST", "INFLT",    "IOPS",  "MB/S",
+	"RD-OPS", "RD-BYTES", "WR-OPS",	  "WR-BYTES", "ERR",   "FAILOV",
+	"RECON",  "HB-RTT",   "P50",	  "P99",      "P99.9", "MAX",
+};
+
+static const bool st_col_narrow[NR_COLS] = {
+	[COL_IDX] = true,   [COL_STATE] = true,	 [COL_ADDR] = true,
+	[COL_INFLT] = true, [COL_IOPS] = true,	 [COL_MBPS] = true,
+	[COL_ERR] = true,   [COL_FAILOV] = true, [COL_HB_RTT] = true,
+	[COL_P99] = true,
+};
+
+/**
+ * st_path_mark() - the state of a path as the table shows it
+ * @buf: output, ST_CELL bytes
+ * @p: the path
+ *
+ * A path that is not carrying I/O is marked with a '!' so that it stands
+ * out in a column of "connected".
+ */
+static void st_path_mark(char *buf, const struct jval *p)
 {
-	static const char *const head[] = {
-		"IDX",	    "STATE",  "SRC->DST", "INFLT", "RD-OPS",
-		"RD-BYTES", "WR-OPS", "WR-BYTES", "ERR",   "FAILOV",
-		"RECON",    "HB-RTT", "P50",	  "P99",   "P99.9",
+	const char *state = jget_str(p, "state", "?");
+
+	snprintf(buf, ST_CELL, "%s%s", state,
+		 strcmp(state, "connected") ? "!" : "");
+}
+
+static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
+			    const struct jval *c)
+{
+	static const bool right_all[NR_COLS] = {
+		[COL_IDX] = true,    [COL_INFLT] = true,
+		[COL_IOPS] = true,   [COL_MBPS] = true,
+		[COL_RD_OPS] = true, [COL_RD_BYTES] = true,
+		[COL_WR_OPS] = true, [COL_WR_BYTES] = true,
+		[COL_ERR] = true,    [COL_FAILOV] = true,
+		[COL_RECON] = true,  [COL_HB_RTT] = true,
+		[COL_P50] = true,    [COL_P99] = true,
+		[COL_P999] = true,   [COL_MAX] = true,
 	};
-	static const bool right[] = { true, false, false, true, true,
-				      true, true,  true,  true, true,
-				      true, true,  true,  true, true };
-	struct st_table t = { .ncols = ARRAY_SIZE(head),
-			      .head = head,
-			      .right = right };
+	const char *head[NR_COLS];
+	bool right[NR_COLS];
+	unsigned int map[NR_COLS], ncols = 0, col;
+	struct st_table t = { .head = head, .right = right };
 	const struct jval *paths = jget(c, "paths");
+	const char *sess = jget_str(c, "sessname", "?");
 	char qd[32], mio[32];
 	size_t i;
 
+	for (col = 0; col < NR_COLS; col++) {
+		if (!v->wide && !st_col_narrow[col])
+			continue;
+		head[ncols] = st_col_head[col];
+		right[ncols] = right_all[col];
+		map[col] = ncols++;
+	}
+	t.ncols = ncols;
 	snprintf(qd, sizeof(qd), "%llu",
 		 (unsigned long long)jget_u64(c, "queue_depth", 0));
 	st_human_bytes(mio, sizeof(mio), jget_u64(c, "max_io_size", 0));
-	fprintf(f,
-		"  session %s  policy %s  queue depth %s  max io %s  backend %s\n",
-		jget_str(c, "sessname", "?"), jget_str(c, "policy", "?"), qd,
-		mio, jget_str(c, "backend", "?"));
+	fprintf(f, "  session %s  policy %s  qd %s  max io %s  backend %s\n",
+		sess, jget_str(c, "policy", "?"), qd, mio,
+		jget_str(c, "backend", "?"));
 	if (!paths || paths->type != JT_ARR || !paths->n) {
 		fprintf(f, "    no paths\n");
-	} else {
-		for (i = 0; i < paths->n; i++) {
-			const struct jval *p = &paths->items[i];
-			const struct jval *lat = jget(p, "lat_us");
-			char(*r)[ST_CELL] = st_row(&t);
-
-			if (!r)
-				break;
-			snprintf(r[0], ST_CELL, "%llu",
-				 (unsigned long long)jget_u64(p, "idx", i));
-			snprintf(r[1], ST_CELL, "%s",
-				 jget_str(p, "state", "?"));
-			st_src_dst(r[2], ST_CELL, p);
-			snprintf(r[3], ST_CELL, "%llu",
-				 (unsigned long long)jget_u64(p, "inflight",
-							      0));
-			st_human_count(r[4], ST_CELL, jget_u64(p, "rd_ops", 0));
-			st_human_bytes(r[5], ST_CELL,
-				       jget_u64(p, "rd_bytes", 0));
-			st_human_count(r[6], ST_CELL, jget_u64(p, "wr_ops", 0));
-			st_human_bytes(r[7], ST_CELL,
-				       jget_u64(p, "wr_bytes", 0));
-			st_human_count(r[8], ST_CELL, jget_u64(p, "errors", 0));
-			st_human_count(r[9], ST_CELL,
-				       jget_u64(p, "failovers", 0));
-			snprintf(r[10], ST_CELL, "%llu/%llu",
-				 (unsigned long long)jget_u64(p, "reconnects",
-							      0),
-				 (unsigned long long)jget_u64(
-					 p, "reconnect_attempts", 0));
-			st_human_us(r[11], ST_CELL,
-				    jget_u64(p, "hb_rtt_us", 0));
-			st_human_us(r[12], ST_CELL, jget_u64(lat, "p50", 0));
-			st_human_us(r[13], ST_CELL, jget_u64(lat, "p99", 0));
-			st_human_us(r[14], ST_CELL, jget_u64(lat, "p999", 0));
-		}
-		st_table_print(f, &t, "    ");
+		st_print_events(f, v->wide, jget(c, "events"));
+		return;
 	}
-	st_print_events(f, jget(c, "events"));
+	for (i = 0; i < paths->n; i++) {
+		const struct jval *p = &paths->items[i];
+		const struct jval *lat = jget(p, "lat_us");
+		char cell[NR_COLS][ST_CELL];
+		char(*r)[ST_CELL] = st_row(&t);
+
+		if (!r)
+			break;
+		snprintf(cell[COL_IDX], ST_CELL, "%llu",
+			 (unsigned long long)jget_u64(p, "idx", i));
+		st_path_mark(cell[COL_STATE], p);
+		st_src_dst(cell[COL_ADDR], ST_CELL, p);
+		snprintf(cell[COL_INFLT], ST_CELL, "%llu",
+			 (unsigned long long)jget_u64(p, "inflight", 0));
+		st_rates(v, pid, sess, p, cell[COL_IOPS], cell[COL_MBPS]);
+		st_human_count(cell[COL_RD_OPS], ST_CELL,
+			       jget_u64(p, "rd_ops", 0));
+		st_human_bytes(cell[COL_RD_BYTES], ST_CELL,
+			       jget_u64(p, "rd_bytes", 0));
+		st_human_count(cell[COL_WR_OPS], ST_CELL,
+			       jget_u64(p, "wr_ops", 0));
+		st_human_bytes(cell[COL_WR_BYTES], ST_CELL,
+			       jget_u64(p, "wr_bytes", 0));
+		st_human_count(cell[COL_ERR], ST_CELL,
+			       jget_u64(p, "errors", 0));
+		st_human_count(cell[COL_FAILOV], ST_CELL,
+			       jget_u64(p, "failovers", 0));
+		snprintf(cell[COL_RECON], ST_CELL, "%llu/%llu",
+			 (unsigned long long)jget_u64(p, "reconnects", 0),
+			 (unsigned long long)jget_u64(p, "reconnect_attempts",
+						      0));
+		st_human_us(cell[COL_HB_RTT], ST_CELL,
+			    jget_u64(p, "hb_rtt_us", 0));
+		st_human_us(cell[COL_P50], ST_CELL, jget_u64(lat, "p50", 0));
+		st_human_us(cell[COL_P99], ST_CELL, jget_u64(lat, "p99", 0));
+		st_human_us(cell[COL_P999], ST_CELL, jget_u64(lat, "p999", 0));
+		st_human_us(cell[COL_MAX], ST_CELL, jget_u64(lat, "max", 0));
+		for (col = 0; col < NR_COLS; col++)
+			if (v->wide || st_col_narrow[col])
+				memcpy(r[map[col]], cell[col], ST_CELL);
+	}
+	st_table_print(f, &t, "    ");
+	st_print_events(f, v->wide, jget(c, "events"));
 }
 
-static void st_print_server(FILE *f, const struct jval *s)
+static void st_print_server(FILE *f, bool wide, const struct jval *s)
 {
+	uint64_t kept_ms = 0;
+	size_t kept = 0;
 	static const char *const head[] = { "PEER",    "STATE",	   "CONS",
 					    "RD-OPS",  "RD-BYTES", "WR-OPS",
 					    "WR-BYTES" };
@@ -193,7 +371,18 @@ static void st_print_server(FILE *f, const struct jval *s)
 		const struct jval *se = &sessions->items[i];
 		const struct jval *paths = jget(se, "paths");
 
-		fprintf(f, "    session %s", jget_str(se, "sessname", "?"));
+		/* Many kept sessions of one name (a client that comes and
+		 * goes) are one line unless --wide lists them. */
+		if (!wide && jget_has(se, "grace_ms_left")) {
+			kept++;
+			if (jget_u64(se, "grace_ms_left", 0) > kept_ms)
+				kept_ms = jget_u64(se, "grace_ms_left", 0);
+			continue;
+		}
+		/* The UUID's start tells sessions of one name apart. */
+		fprintf(f, "    session %s (%.8s)",
+			jget_str(se, "sessname", "?"),
+			jget_str(se, "uuid", "?"));
 		if (jget_has(se, "grace_ms_left"))
 			fprintf(f, "  no paths, kept %.1f s more",
 				(double)jget_u64(se, "grace_ms_left", 0) /
@@ -224,14 +413,53 @@ static void st_print_server(FILE *f, const struct jval *s)
 		}
 		st_table_print(f, &t, "      ");
 	}
+	if (kept)
+		fprintf(f,
+			"    %zu session%s without paths, kept for their clients up to %.1f s more (--wide lists them)\n",
+			kept, kept == 1 ? "" : "s", (double)kept_ms / 1000);
 }
 
-static void st_print_table(FILE *f, const struct st_set *set)
+/**
+ * st_check_dir() - warn about a control directory processes refuse
+ * @dir: the control directory
+ *
+ * A process opens its control socket only in a directory of its user
+ * closed to others (see ibtrs(7)); in another it runs without one, and
+ * "status" cannot see it. Said on stderr, so the table stays as it is.
+ */
+static void st_check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st))
+		return;
+	if (!S_ISDIR(st.st_mode))
+		tool_err(
+			"%s is not a directory: processes open no control socket",
+			dir);
+	else if (st.st_uid != geteuid() || (st.st_mode & 077))
+		tool_err(
+			"%s has uid %u, mode %04o: processes of uid %u refuse it (mode 0700 needed) and open no control socket",
+			dir, (unsigned int)st.st_uid,
+			(unsigned int)(st.st_mode & 07777),
+			(unsigned int)geteuid());
+}
+
+static void st_print_table(FILE *f, const struct st_view *v,
+			   const struct st_set *set)
 {
 	size_t i, k;
 
 	if (!set->n) {
-		fprintf(f, "no ibtrs processes\n");
+		char dir[PATH_MAX] = "?";
+
+		ibtrs_control_dir(dir, sizeof(dir));
+		st_check_dir(dir);
+		/* Where it looked: the sockets of other users are elsewhere
+		 * (root's in /run/ibtrs) and closed to this one. */
+		fprintf(f, "no ibtrs processes in %s%s\n", dir,
+			geteuid() ? " (those of other users are not visible)"
+				  : "");
 		return;
 	}
 	for (i = 0; i < set->n; i++) {
@@ -247,11 +475,12 @@ static void st_print_table(FILE *f, const struct st_set *set)
 		for (k = 0;
 		     clients && clients->type == JT_ARR && k < clients->n;
 		     k++, any = true)
-			st_print_client(f, &clients->items[k]);
+			st_print_client(f, v, set->procs[i].pid,
+					&clients->items[k]);
 		for (k = 0;
 		     servers && servers->type == JT_ARR && k < servers->n;
 		     k++, any = true)
-			st_print_server(f, &servers->items[k]);
+			st_print_server(f, v->wide, &servers->items[k]);
 		if (!any)
 			fprintf(f, "  no sessions\n");
 	}
@@ -281,7 +510,7 @@ void usage_status(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s status [--json | --format table|json|prometheus]\n"
-		"                    [--watch [SEC]] [--pid PID] [--verbose]\n"
+		"                    [--watch [SEC]] [--wide] [--pid PID] [--verbose]\n"
 		"\n"
 		"Show every process using libibtrs (found by its control socket in\n"
 		"$IBTRS_RUNTIME_DIR, /run/ibtrs for root, $XDG_RUNTIME_DIR/ibtrs or\n"
@@ -297,6 +526,8 @@ void usage_status(FILE *f)
 		"  -w, --watch [SEC]      print again every SEC seconds (default %g)\n"
 		"                         until interrupted\n"
 		"      --pid PID          only the process PID\n"
+		"      --wide             every column of the table (default: those\n"
+		"                         that fit 100 columns)\n"
 		"  -v, --verbose          say which sockets are skipped and why\n"
 		"  -h, --help             show this help\n"
 		"\n"
@@ -310,13 +541,15 @@ void usage_status(FILE *f)
  * st_render() - one document of "ibtrs status"
  * @f: output stream
  * @fmt: the format
+ * @v: how the table is drawn
  * @set: the processes
  */
-static void st_render(FILE *f, enum st_format fmt, const struct st_set *set)
+static void st_render(FILE *f, enum st_format fmt, const struct st_view *v,
+		      const struct st_set *set)
 {
 	switch (fmt) {
 	case ST_TABLE:
-		st_print_table(f, set);
+		st_print_table(f, v, set);
 		break;
 	case ST_JSON:
 		st_print_json(f, set);
@@ -386,9 +619,13 @@ int cmd_status(int argc, char *argv[])
 		{ "watch", optional_argument, NULL, 'w' },
 		{ "pid", required_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "wide", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct st_set prev = { 0 };
+	struct st_view view = { .prev = NULL };
+	uint64_t prev_ns = 0, now_ns;
 	enum st_format fmt = ST_TABLE;
 	double interval = ST_WATCH_DEFAULT;
 	bool watch = false, verbose = false, tty;
@@ -434,6 +671,9 @@ int cmd_status(int argc, char *argv[])
 		case 'v':
 			verbose = true;
 			break;
+		case 'W':
+			view.wide = true;
+			break;
 		case 'h':
 			usage_status(stdout);
 			return TOOL_EXIT_OK;
@@ -457,18 +697,41 @@ int cmd_status(int argc, char *argv[])
 		FILE *mem;
 		int wait_ms;
 
-		if (st_collect(&set, only, verbose, false))
+		/*
+		 * The table's rates are over the last interval: with --watch
+		 * the one between two redraws, else a first read ST_RATE_MS
+		 * before (interrupted, the rates are "-").
+		 */
+		/* The first read says what --verbose says (it removes the
+		 * stale sockets), the second what fails. */
+		if (fmt == ST_TABLE && !watch && !prev_ns) {
+			if (st_collect(&prev, only, verbose, true) == 0) {
+				prev_ns = tool_now_ns();
+				tool_signal_wait(ST_RATE_MS, NULL);
+			}
+			verbose = false;
+		}
+		if (st_collect(&set, only, verbose, false)) {
+			st_set_free(&prev);
 			return TOOL_EXIT_FAIL;
+		}
+		now_ns = tool_now_ns();
+		if (prev_ns) {
+			view.prev = &prev;
+			view.dt = (double)(now_ns - prev_ns) / 1e9;
+		}
 		failed = set.failed;
 		if (only && failed && !watch) {
 			/* The one process asked for is not there. */
 			st_set_free(&set);
+			st_set_free(&prev);
 			return TOOL_EXIT_FAIL;
 		}
 		/* Render first, then write at once: no flicker. */
 		mem = open_memstream(&doc, &len);
 		if (!mem) {
 			st_set_free(&set);
+			st_set_free(&prev);
 			tool_err("out of memory");
 			return TOOL_EXIT_FAIL;
 		}
@@ -482,15 +745,21 @@ int cmd_status(int argc, char *argv[])
 			fprintf(mem, "Every %gs: %s status  %s\n\n", interval,
 				TOOL_NAME, when);
 		}
-		st_render(mem, fmt, &set);
-		st_set_free(&set);
+		st_render(mem, fmt, &view, &set);
+		/* This read is the next interval's start. */
+		st_set_free(&prev);
+		prev = set;
+		prev_ns = now_ns;
 		if (fclose(mem)) {
+			st_set_free(&prev);
 			free(doc);
 			tool_err("out of memory");
 			return TOOL_EXIT_FAIL;
 		}
 		ret = st_output(doc, len, watch && tty && fmt == ST_TABLE);
 		free(doc);
+		if (ret || !watch)
+			st_set_free(&prev);
 		if (ret)
 			return ret;
 		if (!watch)
@@ -500,10 +769,14 @@ int cmd_status(int argc, char *argv[])
 		wait_ms = st_ms_left(next);
 		if (!wait_ms)
 			next = tool_now_ns();
-		if (tool_signal_wait(wait_ms, NULL))
+		if (tool_signal_wait(wait_ms, NULL)) {
+			st_set_free(&prev);
 			return TOOL_EXIT_OK;
+		}
 		/* Documents of a table or metrics: a blank line between. */
-		if (!tty && fmt != ST_JSON && st_output("\n", 1, false))
+		if (!tty && fmt != ST_JSON && st_output("\n", 1, false)) {
+			st_set_free(&prev);
 			return TOOL_EXIT_FAIL;
+		}
 	}
 }

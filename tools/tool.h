@@ -31,6 +31,10 @@ enum {
 	TOOL_EXIT_USAGE = 2,
 };
 
+/* Largest --max-io-size of "ibtrs server": the library's limit of
+ * struct ibtrs_srv_opts.max_io_size. */
+#define TOOL_MAX_IO_SIZE (16u << 20)
+
 /* Size of the memory "disk" the server keeps for every session. */
 #define TOOL_TARGET_SIZE (64ULL << 20)
 

@@ -169,9 +169,10 @@ bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive)
 }
 
 /**
- * tool_parse_size() - parse a byte count with an optional k, m or g suffix
- * @s: the text: digits and an optional suffix (k/K = 1024, m/M = 1024^2,
- *     g/G = 1024^3)
+ * tool_parse_size() - parse a byte count with an optional binary suffix
+ * @s: the text: digits and an optional suffix, powers of 1024 as fio
+ *     takes them: k, K, KiB or KB (1024), m, M, MiB or MB (1024^2), g, G,
+ *     GiB or GB (1024^3)
  * @min: smallest accepted value
  * @max: largest accepted value
  * @out: filled on success
@@ -206,7 +207,7 @@ int tool_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	default:
 		return -EINVAL;
 	}
-	if (*end && end[1])
+	if (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))
 		return -EINVAL;
 	if (shift && v > (UINT64_MAX >> shift))
 		return -ERANGE;
@@ -218,23 +219,40 @@ int tool_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 }
 
 /**
- * tool_parse_seconds() - parse a positive duration in seconds
- * @s: decimal text, "10" or "0.5"
- * @out: filled on success
+ * tool_parse_seconds() - parse a positive duration
+ * @s: decimal text with an optional unit: "10", "0.5", "10s", "500ms",
+ *     "1m", "2h" (no unit: seconds, as fio's --runtime)
+ * @out: filled with seconds on success
  *
  * Return: 0, or -EINVAL for malformed text or a duration not in
  * (0, 1e6] seconds.
  */
 int tool_parse_seconds(const char *s, double *out)
 {
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = {
+		{ "", 1 },   { "s", 1 },    { "ms", 1e-3 },
+		{ "m", 60 }, { "h", 3600 },
+	};
 	char *end;
 	double v;
+	size_t i;
 
 	if (!isdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v <= 0 || v > 1e6)
+	if (errno || !isfinite(v))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(end, units[i].unit))
+			break;
+	if (i == ARRAY_SIZE(units))
+		return -EINVAL;
+	v *= units[i].scale;
+	if (v <= 0 || v > 1e6)
 		return -EINVAL;
 	*out = v;
 	return 0;

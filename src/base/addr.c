@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,25 +25,62 @@
 #define HOSTLABEL_MAX 63
 
 /**
+ * struct addr_why - where the cause of a parse failure is written
+ * @buf: the text, or NULL when the caller does not want it
+ * @len: size of @buf
+ */
+struct addr_why {
+	char *buf;
+	size_t len;
+};
+
+/**
+ * why() - record the cause of a failure, the first one only
+ * @w: where to write it
+ * @ret: the error returned
+ * @fmt: printf format of the cause
+ *
+ * Return: @ret.
+ */
+static int __attribute__((format(printf, 3, 4)))
+why(struct addr_why *w, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!w->buf || !w->len || w->buf[0])
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(w->buf, w->len, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+/**
  * parse_port() - parse a decimal port number
  * @s: NUL-terminated text, digits only
  * @port: filled with the port in host order
+ * @w: where the cause of a failure goes
  *
  * Return: 0, or -EINVAL for an empty, non-numeric or out of range (0 or
  * above 65535) port.
  */
-static int parse_port(const char *s, uint16_t *port)
+static int parse_port(const char *s, uint16_t *port, struct addr_why *w)
 {
 	unsigned long v = 0;
 	size_t n = 0;
 
 	for (; s[n]; n++) {
-		if (!isdigit((unsigned char)s[n]) || n >= 5)
-			return -EINVAL;
+		if (!isdigit((unsigned char)s[n]))
+			return why(w, -EINVAL, "port '%s' is not a number", s);
+		if (n >= 5)
+			return why(w, -EINVAL,
+				   "port '%s' out of range (1..65535)", s);
 		v = v * 10 + (unsigned long)(s[n] - '0');
 	}
-	if (!n || !v || v > 65535)
-		return -EINVAL;
+	if (!n)
+		return why(w, -EINVAL, "empty port");
+	if (!v || v > 65535)
+		return why(w, -EINVAL, "port %lu out of range (1..65535)", v);
 	*port = (uint16_t)v;
 	return 0;
 }
@@ -97,10 +135,12 @@ static int parse_scope(const char *s, uint32_t *scope)
  * @s: the address, NUL-terminated; modified (the '%' is cut)
  * @port: port in host order
  * @ss: zeroed storage to fill
+ * @w: where the cause of a failure goes
  *
  * Return: 0, or -EINVAL when @s is not an IPv6 address.
  */
-static int parse_ipv6(char *s, uint16_t port, struct sockaddr_storage *ss)
+static int parse_ipv6(char *s, uint16_t port, struct sockaddr_storage *ss,
+		      struct addr_why *w)
 {
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
 	char *pct = strchr(s, '%');
@@ -111,10 +151,10 @@ static int parse_ipv6(char *s, uint16_t port, struct sockaddr_storage *ss)
 		*pct = '\0';
 		ret = parse_scope(pct + 1, &scope);
 		if (ret)
-			return ret;
+			return why(w, ret, "unknown interface '%s'", pct + 1);
 	}
 	if (inet_pton(AF_INET6, s, &sin6->sin6_addr) != 1)
-		return -EINVAL;
+		return why(w, -EINVAL, "'%s' is not an IPv6 address", s);
 	sin6->sin6_family = AF_INET6;
 	sin6->sin6_port = htons(port);
 	sin6->sin6_scope_id = scope;
@@ -166,12 +206,14 @@ static bool valid_hostname(const char *s)
  * @name: the name, NUL-terminated
  * @port: port in host order
  * @ss: zeroed storage to fill
+ * @w: where the cause of a failure goes: the resolver's own words
+ *     (gai_strerror())
  *
  * Return: 0, -ENOMEM, or -EHOSTUNREACH when @name does not resolve to an
  * IPv4 or IPv6 address.
  */
 static int resolve_host(const char *name, uint16_t port,
-			struct sockaddr_storage *ss)
+			struct sockaddr_storage *ss, struct addr_why *w)
 {
 	struct addrinfo hints = {
 		.ai_family = AF_UNSPEC,
@@ -183,7 +225,10 @@ static int resolve_host(const char *name, uint16_t port,
 
 	ret = getaddrinfo(name, NULL, &hints, &res);
 	if (ret)
-		return ret == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
+		return why(w, ret == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH,
+			   "cannot resolve host '%s': %s", name,
+			   ret == EAI_SYSTEM ? strerror(errno)
+					     : gai_strerror(ret));
 	ret = -EHOSTUNREACH;
 	for (ai = res; ai; ai = ai->ai_next) {
 		if (ai->ai_family == AF_INET &&
@@ -206,6 +251,8 @@ static int resolve_host(const char *name, uint16_t port,
 		}
 	}
 	freeaddrinfo(res);
+	if (ret)
+		why(w, ret, "host '%s' has no IPv4 or IPv6 address", name);
 	return ret;
 }
 
@@ -214,6 +261,7 @@ static int resolve_host(const char *name, uint16_t port,
  * @s: the host, NUL-terminated, without port
  * @port: port in host order
  * @ss: zeroed storage to fill
+ * @w: where the cause of a failure goes
  *
  * Numeric forms that are not a dotted quad ("1.1.1", "0x7f000001") are
  * rejected rather than handed to the resolver, which would accept them.
@@ -221,7 +269,8 @@ static int resolve_host(const char *name, uint16_t port,
  * Return: 0, -EINVAL for a malformed host, -EHOSTUNREACH when a name does
  * not resolve, -ENOMEM.
  */
-static int parse_host(const char *s, uint16_t port, struct sockaddr_storage *ss)
+static int parse_host(const char *s, uint16_t port, struct sockaddr_storage *ss,
+		      struct addr_why *w)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct in_addr ia;
@@ -232,8 +281,10 @@ static int parse_host(const char *s, uint16_t port, struct sockaddr_storage *ss)
 		return 0;
 	}
 	if (inet_aton(s, &ia) || !valid_hostname(s))
-		return -EINVAL;
-	return resolve_host(s, port, ss);
+		return why(w, -EINVAL,
+			   "'%s' is neither an IPv4 address nor a host name",
+			   s);
+	return resolve_host(s, port, ss, w);
 }
 
 /**
@@ -241,51 +292,120 @@ static int parse_host(const char *s, uint16_t port, struct sockaddr_storage *ss)
  * @s: the element, NUL-terminated; modified while parsing
  * @port: port in host order used when @s carries none
  * @ss: storage to fill; zeroed first
+ * @w: where the cause of a failure goes
  *
  * Return: 0, -EINVAL for a malformed element, -EHOSTUNREACH when a host
  * name does not resolve, -ENOMEM.
  */
-static int parse_one(char *s, uint16_t port, struct sockaddr_storage *ss)
+static int parse_one(char *s, uint16_t port, struct sockaddr_storage *ss,
+		     struct addr_why *w)
 {
 	char *host, *colon;
 	int ret;
 
 	memset(ss, 0, sizeof(*ss));
 	if (strncmp(s, ADDR_PREFIX, ADDR_PREFIX_LEN))
-		return -EINVAL;
+		return why(w, -EINVAL, "'%s' does not start with ip:", s);
 	host = s + ADDR_PREFIX_LEN;
 	if (!*host)
-		return -EINVAL;
+		return why(w, -EINVAL, "no address after ip:");
 
 	if (*host == '[') {
 		char *end = strchr(host, ']');
 
 		if (!end || end == host + 1)
-			return -EINVAL;
+			return why(w, -EINVAL, "malformed [IPv6] address");
 		*end = '\0';
 		if (end[1]) {
 			if (end[1] != ':')
-				return -EINVAL;
-			ret = parse_port(end + 2, &port);
+				return why(w, -EINVAL,
+					   "expected ':PORT' after ']'");
+			ret = parse_port(end + 2, &port, w);
 			if (ret)
 				return ret;
 		}
-		return parse_ipv6(host + 1, port, ss);
+		return parse_ipv6(host + 1, port, ss, w);
 	}
 
 	colon = strchr(host, ':');
 	if (colon && strchr(colon + 1, ':'))
 		/* Two colons or more: a bare IPv6 address, no port. */
-		return parse_ipv6(host, port, ss);
+		return parse_ipv6(host, port, ss, w);
 	if (colon) {
 		*colon = '\0';
-		ret = parse_port(colon + 1, &port);
+		ret = parse_port(colon + 1, &port, w);
 		if (ret)
 			return ret;
 	}
 	if (!*host)
-		return -EINVAL;
-	return parse_host(host, port, ss);
+		return why(w, -EINVAL, "no host before ':PORT'");
+	return parse_host(host, port, ss, w);
+}
+
+/**
+ * ibtrs_addr_parse() - parse a path string and say what is wrong with it
+ * @str: as for ibtrs_addr_to_sockaddr()
+ * @len: length of @str
+ * @port: port stored in the destination when @str names none
+ * @addr: as for ibtrs_addr_to_sockaddr()
+ * @cause: filled with the cause of a failure, NUL-terminated, e.g. "port
+ *         99999 out of range (1..65535)" or "cannot resolve host 'x': Name
+ *         or service not known"; may be NULL
+ * @cause_len: size of @cause
+ *
+ * Return: as ibtrs_addr_to_sockaddr().
+ */
+int ibtrs_addr_parse(const char *str, size_t len, uint16_t port,
+		     struct ibtrs_addr *addr, char *cause, size_t cause_len)
+{
+	struct addr_why w = { .buf = cause, .len = cause_len };
+	struct sockaddr_storage src, dst;
+	char buf[ADDR_STR_MAX + 1];
+	char *comma, *dst_str;
+	size_t i;
+	int ret;
+
+	if (cause && cause_len)
+		cause[0] = '\0';
+	if (!str || !addr || !addr->dst)
+		return why(&w, -EINVAL, "no string or no storage");
+	if (!len || len > ADDR_STR_MAX)
+		return why(&w, -EINVAL, "%zu bytes long (1..%d)", len,
+			   ADDR_STR_MAX);
+	memcpy(buf, str, len);
+	buf[len] = '\0';
+	for (i = 0; i < len; i++)
+		if (!buf[i] || isspace((unsigned char)buf[i]))
+			return why(&w, -EINVAL, "a blank or NUL byte in it");
+
+	comma = strchr(buf, ',');
+	if (comma) {
+		if (strchr(comma + 1, ','))
+			return why(&w, -EINVAL, "more than one ','");
+		if (comma == buf || !comma[1])
+			return why(&w, -EINVAL,
+				   "an empty source or destination");
+		if (!addr->src)
+			return why(&w, -EINVAL,
+				   "a source, but no storage for it");
+		*comma = '\0';
+		dst_str = comma + 1;
+		ret = parse_one(buf, 0, &src, &w);
+		if (ret)
+			return ret;
+	} else {
+		dst_str = buf;
+	}
+	ret = parse_one(dst_str, port, &dst, &w);
+	if (ret)
+		return ret;
+
+	if (comma)
+		memcpy(addr->src, &src, sizeof(src));
+	else
+		addr->src = NULL;
+	memcpy(addr->dst, &dst, sizeof(dst));
+	return 0;
 }
 
 /**
@@ -297,7 +417,7 @@ static int parse_one(char *s, uint16_t port, struct sockaddr_storage *ss)
  *        set to NULL when it has none
  *
  * The source gets port 0 unless @str names one. The outputs are written
- * only on success.
+ * only on success. ibtrs_addr_parse() says what is wrong.
  *
  * Return: 0, -EINVAL for a malformed string, a missing destination storage
  * or a source without storage; -EHOSTUNREACH when a host name does not
@@ -308,46 +428,7 @@ static int parse_one(char *s, uint16_t port, struct sockaddr_storage *ss)
 int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
 			   struct ibtrs_addr *addr)
 {
-	struct sockaddr_storage src, dst;
-	char buf[ADDR_STR_MAX + 1];
-	char *comma, *dst_str;
-	size_t i;
-	int ret;
-
-	if (!str || !addr || !addr->dst || !len || len > ADDR_STR_MAX)
-		return -EINVAL;
-	memcpy(buf, str, len);
-	buf[len] = '\0';
-	for (i = 0; i < len; i++)
-		if (!buf[i] || isspace((unsigned char)buf[i]))
-			return -EINVAL;
-
-	comma = strchr(buf, ',');
-	if (comma) {
-		if (strchr(comma + 1, ','))
-			return -EINVAL;
-		if (comma == buf || !comma[1])
-			return -EINVAL;
-		if (!addr->src)
-			return -EINVAL;
-		*comma = '\0';
-		dst_str = comma + 1;
-		ret = parse_one(buf, 0, &src);
-		if (ret)
-			return ret;
-	} else {
-		dst_str = buf;
-	}
-	ret = parse_one(dst_str, port, &dst);
-	if (ret)
-		return ret;
-
-	if (comma)
-		memcpy(addr->src, &src, sizeof(src));
-	else
-		addr->src = NULL;
-	memcpy(addr->dst, &dst, sizeof(dst));
-	return 0;
+	return ibtrs_addr_parse(str, len, port, addr, NULL, 0);
 }
 
 /**

@@ -107,6 +107,9 @@ struct clt_path {
 	bool has_src;
 	char src_str[IBTRS_SOCKADDR_STR_LEN];
 	char dst_str[IBTRS_SOCKADDR_STR_LEN];
+	/* "SRC->DST" with a source, else DST: names the path in events,
+	 * where two paths to one server would otherwise read the same. */
+	char name[2 * IBTRS_SOCKADDR_STR_LEN + 2];
 	uint8_t uuid[IBTRS_UUID_LEN];
 	uint16_t recon_cnt;
 	pthread_rwlock_t lock; /* read: posting off the loop thread;
@@ -317,7 +320,7 @@ static inline struct clt_path *clt_path_get(struct ibtrs_clt *sess,
 
 static inline const char *path_name(const struct clt_path *path)
 {
-	return path->dst_str;
+	return path->name;
 }
 
 #endif /* IBTRS_CLT_H */

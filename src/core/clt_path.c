@@ -532,7 +532,14 @@ static int path_connect(struct clt_path *path, const char *why)
 		goto unlock;
 	}
 	atomic_fetch_add(&path->attempts, 1);
-	snprintf(msg, sizeof(msg), "connect failed: %s", strerror(-ret));
+	/* A drop injected for testing is said to be one, not taken for a
+	 * real network error. */
+	if (atomic_load(&path->fault) == IBTRS_FAULT_DROP)
+		snprintf(msg, sizeof(msg),
+			 "connect failed: injected fault: drop");
+	else
+		snprintf(msg, sizeof(msg), "connect failed: %s",
+			 strerror(-ret));
 	if (may_reconnect(path)) {
 		if (!path_change(path, IBTRS_PATH_RECONNECTING, msg))
 			schedule_reconnect(path,
@@ -711,6 +718,16 @@ struct clt_path *clt_path_alloc(struct ibtrs_clt *sess,
 	}
 	ibtrs_sockaddr_to_str((struct sockaddr *)&path->dst, path->dst_str,
 			      sizeof(path->dst_str));
+	if (path->has_src) {
+		size_t n = strlen(path->src_str);
+
+		/* A source without a port is shown without ":0". */
+		if (n > 2 && !strcmp(path->src_str + n - 2, ":0"))
+			n -= 2;
+		snprintf(path->name, sizeof(path->name), "%.*s->%s", (int)n,
+			 path->src_str, path->dst_str);
+	} else
+		snprintf(path->name, sizeof(path->name), "%s", path->dst_str);
 	ibtrs_uuid_gen(path->uuid);
 	path->con_num = 1 + sess->io_cons;
 	atomic_init(&path->state, IBTRS_PATH_CLOSED);

@@ -60,6 +60,7 @@ static int ctl_fd = -1;
 static int ctl_stop[2] = { -1, -1 };
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static bool ctl_atexit_done;
+static bool ctl_dir_warned; /* under ctl_life */
 
 int ibtrs_control_dir(char *buf, size_t len)
 {
@@ -379,6 +380,23 @@ static int check_dir(const char *dir)
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 077)) {
+		/*
+		 * Said on stderr whatever the log level: else the process is
+		 * silently missing from "ibtrs status". Once per process.
+		 */
+		if (!ctl_dir_warned) {
+			ctl_dir_warned = true;
+			if (!S_ISDIR(st.st_mode))
+				fprintf(stderr,
+					"ibtrs: no control socket: %s is not a directory\n",
+					dir);
+			else
+				fprintf(stderr,
+					"ibtrs: no control socket: %s must be owned by uid %u with mode 0700 (it is uid %u, mode %04o)\n",
+					dir, (unsigned int)geteuid(),
+					(unsigned int)st.st_uid,
+					(unsigned int)(st.st_mode & 07777));
+		}
 		ibtrs_log(
 			IBTRS_LOG_WARN,
 			"control socket: %s is not a directory of this user closed to others",

@@ -13,7 +13,7 @@ size=$((64 << 20))
 start_server first --port 0 --quiet --backing-file "$disk"
 [ "$(stat -c %s "$disk")" -eq "$size" ] || fail "backing file is not 64 MiB"
 run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$SRV_PORT" \
-	--rw write --time 1 --verify --quiet >"$TMP/write.out" 2>&1 ||
+	--rw randwrite --time 1 --verify --quiet >"$TMP/write.out" 2>&1 ||
 	fail "write bench failed: $(cat "$TMP/write.out")"
 kill -KILL "$SRV_PID"
 wait "$SRV_PID" 2>/dev/null
@@ -24,7 +24,7 @@ cmp -s -n "$size" "$disk" /dev/zero && fail "nothing written to the file"
 start_server second --port 0 --quiet --backing-file "$disk"
 [ "$(stat -c %s "$disk")" -eq "$size" ] || fail "restart changed the size"
 run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$SRV_PORT" \
-	--rw read --time 1 --verify --quiet >"$TMP/read.out" 2>&1
+	--rw randread --time 1 --verify --quiet >"$TMP/read.out" 2>&1
 rc=$?
 cat "$TMP/read.out"
 [ "$rc" -eq 1 ] || fail "read after restart: exit $rc, expected 1"

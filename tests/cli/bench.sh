@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # bench.sh - "ibtrs server" + "ibtrs bench --verify --json" over two
-# loopback paths, for write, read and randrw with 4 KiB and 128 KiB requests.
+# loopback paths, for randwrite, randread and randrw with 4 KiB and 128 KiB requests.
 # Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
@@ -69,7 +69,7 @@ port=$SRV_PORT
 echo "server on port $port"
 
 for bs in 4096 131072; do
-	for rw in write read randrw; do
+	for rw in randwrite randread randrw; do
 		out=$TMP/bench-$rw-$bs.json
 		err=$TMP/bench-$rw-$bs.err
 		run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 \
@@ -84,8 +84,8 @@ for bs in 4096 131072; do
 		check_json "$out" || fail "bench rw=$rw bs=$bs: bad result"
 		# The request mix must be what was asked for.
 		case $rw in
-		write) want='.read_ops == 0' ;;
-		read) want='.write_ops == 0' ;;
+		randwrite) want='.read_ops == 0' ;;
+		randread) want='.write_ops == 0' ;;
 		randrw) want='.read_ops > 0 and .write_ops > 0' ;;
 		esac
 		if [ "$JSON" = jq ]; then
@@ -150,7 +150,7 @@ grep -q 'verify failures: 0$' "$out" || fail "no verify summary"
 grep -Eq '^CPU per request: client [0-9.]+ us .*, server [0-9.]+ us' "$out" ||
 	fail "no CPU time per request of both sides in the table"
 grep -q 'lost 0,' "$out" || fail "no lost count in the table"
-grep -Eq '^path +state +ops +failovers +reconnects +p99 us$' "$out" ||
+grep -Eq '^path +state +ops +failovers +reconnects +p99 us +max us$' "$out" ||
 	fail "no per-path columns in the table"
 [ -s "$TMP/table.err" ] && fail "--quiet bench wrote on stderr"
 

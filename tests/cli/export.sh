@@ -84,13 +84,13 @@ grep -q "exporting 3 file(s) of '$TMP/dir' (read-write)" "$TMP/good.err" ||
 if "$IBTRS" bench --help 2>/dev/null | grep -q -- '--export'; then
 	for name in a b one two link; do
 		run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 \
-			--port "$SRV_PORT" --export "$name" --rw read \
+			--port "$SRV_PORT" --export "$name" --rw randread \
 			--time 1 --qd 1 >"$TMP/bench.out" 2>"$TMP/bench.err" ||
 			fail "bench --export $name: $(cat "$TMP/bench.err")"
 	done
 	for name in sub fifo nosuch; do
 		run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 \
-			--port "$SRV_PORT" --export "$name" --rw read \
+			--port "$SRV_PORT" --export "$name" --rw randread \
 			--time 1 --qd 1 >"$TMP/bench.out" 2>"$TMP/bench.err" &&
 			fail "bench --export $name was served"
 		grep -Eqi "no such (export|file)" "$TMP/bench.err" ||
@@ -113,7 +113,7 @@ stop_server "$SRV_PID"
 start_server plain --port 0 --quiet
 if "$IBTRS" bench --help 2>/dev/null | grep -q -- '--export'; then
 	run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$SRV_PORT" \
-		--export a --rw read --time 1 --qd 1 >"$TMP/bench.out" \
+		--export a --rw randread --time 1 --qd 1 >"$TMP/bench.out" \
 		2>"$TMP/bench.err" && fail "bench --export a was served"
 	grep -Eqi "no such (export|file)" "$TMP/bench.err" ||
 		fail "bench --export a, no exports: $(cat "$TMP/bench.err")"

@@ -107,6 +107,19 @@ for sec in 1 3 7; do
 	done
 done
 
+# The installed pages do not send the reader to files that are not
+# installed (the source tree's headers) as if they were, and say what every
+# program gets by default: a control socket and a thread, and how not to.
+m7=$prefix/share/man/man7/ibtrs.7
+if [ -f "$m7" ]; then
+	grep -n 'src/core/' "$m7" && bad "ibtrs(7) cites a source file"
+	tr '\n' ' ' <"$m7" | grep -o 'docs/[a-z]*\.md.\{0,120\}' |
+		grep -v 'installed' &&
+		bad "ibtrs(7) cites docs/ without saying it is not installed"
+	grep -q 'gets a UNIX socket and one thread more' "$m7" ||
+		bad "ibtrs(7) does not say every program gets a control socket and a thread"
+fi
+
 # --- exported symbols ----------------------------------------------------
 
 if command -v nm >/dev/null; then
@@ -222,6 +235,18 @@ else
 	grep -qx 'consumer: ok' "$TMP/consumer.out" ||
 		bad "the consumer did not print 'consumer: ok'"
 fi
+
+# The README's example of the API builds against the installed tree as it
+# is written there.
+sed -n '/^## The API in a page$/,/^```$/p' "$SRC/README.md" |
+	sed '1,/^```c$/d; /^```$/d' >"$TMP/readme.c"
+[ -s "$TMP/readme.c" ] || bad "no C example under 'The API in a page' in README.md"
+# shellcheck disable=SC2086
+cc -Wall -Wextra -Werror "${sanflags[@]}" -o "$TMP/readme" "$TMP/readme.c" \
+	$flags -lpthread >"$TMP/readme.log" 2>&1 || {
+	cat "$TMP/readme.log" >&2
+	bad "the README's example does not build"
+}
 
 if command -v g++ >/dev/null; then
 	# shellcheck disable=SC2086

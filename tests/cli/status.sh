@@ -153,7 +153,7 @@ time.sleep(120)
 
 # Nothing runs yet.
 ok status
-grep -qx 'no ibtrs processes' "$TMP/out" || fail "empty status: $(cat "$TMP/out")"
+grep -qx "no ibtrs processes in $IBTRS_RUNTIME_DIR" "$TMP/out" || fail "empty status: $(cat "$TMP/out")"
 ok status --json
 [ "$(cat "$TMP/out")" = "[]" ] || fail "empty status --json: $(cat "$TMP/out")"
 
@@ -192,6 +192,21 @@ grep -Eq "^ +1  connected  127\.0\.0\.2->127\.0\.0\.1:$SRV_PORT " "$TMP/out" ||
 	fail "table: no path 1"
 grep -q "server port $SRV_PORT " "$TMP/out" || fail "table: no server"
 grep -q "last events:" "$TMP/out" || fail "table: no events"
+# 100 columns by default, with the rate of the last interval per path;
+# --wide adds the cumulative counters.
+awk -v f="$TMP/out" 'length($0) > 100 { print "too wide: " $0; bad = 1 } END { exit bad }' \
+	"$TMP/out" || fail "table wider than 100 columns"
+grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +ERR +FAILOV +HB-RTT +P99$" "$TMP/out" ||
+	fail "table: not the narrow columns"
+grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT +[0-9]+ +[0-9.]+k? +[0-9]+\.[0-9] " "$TMP/out" ||
+	fail "table: no rate on path 0"
+grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT +[0-9]+ +0 +0\.0 " "$TMP/out" &&
+	fail "table: path 0 carries nothing in the last interval"
+ok status --wide
+grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +RD-OPS +RD-BYTES +WR-OPS +WR-BYTES +ERR +FAILOV +RECON +HB-RTT +P50 +P99 +P99\.9 +MAX$" \
+	"$TMP/out" || fail "status --wide: not every column"
+grep -Eq "^    session $SESS \([0-9a-f]{8}\)$" "$TMP/out" ||
+	fail "status: the server's session has no UUID to tell it apart"
 
 # Prometheus.
 ok status --format prometheus
@@ -238,8 +253,8 @@ read -r b0 b1 <<<"$(q ops "$BENCH_PID" "$SESS")"
 echo "ops after disconnect: path 0 $a0 -> $b0, path 1 $a1 -> $b1"
 [ "$b1" -eq "$a1" ] || fail "path 1 carried requests while disconnected"
 [ "$b0" -gt "$a0" ] || fail "path 0 carried nothing"
-run_bounded 20 "$IBTRS" status | grep -Eq "^ +1  closed  " ||
-	fail "table: path 1 not closed"
+run_bounded 20 "$IBTRS" status | grep -Eq "^ +1  closed!  " ||
+	fail "table: path 1 not closed (and marked)"
 
 # Reconnect it: connected and carrying requests again (within 10 s).
 ok path reconnect "$SESS" 1
@@ -360,7 +375,7 @@ expect 1 status --pid "$STALE_PID"
 stop_server "$SRV_PID"
 [ -e "$IBTRS_RUNTIME_DIR/$SRV_PID.sock" ] && fail "the server left its socket"
 ok status
-grep -qx 'no ibtrs processes' "$TMP/out" || fail "status after the end"
+grep -qx "no ibtrs processes in $IBTRS_RUNTIME_DIR" "$TMP/out" || fail "status after the end"
 left=$(find "$IBTRS_RUNTIME_DIR" -name '*.sock' | wc -l)
 [ "$left" -eq 0 ] || fail "$left sockets left in the runtime dir"
 
