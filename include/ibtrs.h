@@ -646,6 +646,12 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state);
  *                                         microseconds, since the last reset
  * @lat_max_us: the longest request latency since the last reset,
  *              microseconds (appended: set @size to see it)
+ * @demoted: the path is connected but sick (gray failure: far slower than
+ *           the others, or lossy): it gets no new requests but probes
+ *           while another path is healthy (appended)
+ * @demote_reason: "slow" or "lossy" while @demoted, else "" (appended)
+ * @demotions: times the path was demoted (appended)
+ * @readmissions: times it was re-admitted after probation (appended)
  */
 struct ibtrs_path_stats {
 	size_t size;
@@ -667,6 +673,10 @@ struct ibtrs_path_stats {
 	uint64_t lat_p99_us;
 	uint64_t lat_p999_us;
 	uint64_t lat_max_us;
+	bool demoted;
+	char demote_reason[16];
+	uint64_t demotions;
+	uint64_t readmissions;
 };
 
 /**
