@@ -154,8 +154,9 @@ struct clt_path {
 	unsigned int gray_good;	     /* good windows in a row, demoted */
 	unsigned int gray_probation; /* good windows to be re-admitted */
 	uint64_t gray_since_ns;	     /* demoted or re-admitted at */
-	uint64_t gray_p50_ns;	     /* of the last window, 0: no requests */
-	uint64_t gray_n;	     /* requests of the last window */
+	uint64_t gray_p50_ns;	     /* cost, last window (gray_measure) */
+	uint64_t gray_inflight_sum, gray_ticks; /* inflight, this window */
+	uint64_t gray_n;		  /* requests of the last window */
 	uint64_t gray_segs, gray_retrans; /* backend counters, last window */
 	uint64_t gray_snap[IBTRS_HIST_BUCKETS];
 };

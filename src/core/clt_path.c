@@ -694,22 +694,26 @@ static bool tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 /*
  * Gray failure: a path alive but sick. Every CLT_GRAY_WINDOW_MS (or tick,
  * if longer) each connected path is judged over the window just ended:
- * bad if its median request latency is above CLT_GRAY_FACTOR times and
- * CLT_GRAY_FLOOR_US more than the best other healthy path's (each with
- * CLT_GRAY_MIN_REQS requests at least; a demoted path is judged on its
- * probes, one at least), or if the backend retransmitted
+ * bad if its cost, the median request latency divided by the mean of
+ * the requests in flight on it (so that a loaded path and an idle one
+ * compare), is above CLT_GRAY_FACTOR times and CLT_GRAY_FLOOR_US more
+ * than the best other healthy path's (each with
+ * CLT_GRAY_MIN_REQS requests at least), or if the backend retransmitted
  * CLT_GRAY_LOSS_PCT % of what it sent (of CLT_GRAY_MIN_SEGS at least;
  * 1 % of any amount on a demoted path). CLT_GRAY_BAD_WINDOWS bad windows in
  * a row demote it while another path is healthy: the policy gives it only
- * its probes (path.h), heartbeats go on. A window without evidence
- * either way counts as good. After its probation of good windows in a row
+ * its probes (path.h), heartbeats go on. A demoted path is judged on its
+ * probes (one is enough): good only if their cost is within 3/2 of the
+ * best other path's plus CLT_GRAY_FLOOR_US. A window without a probe
+ * counts neither way; one without evidence against a path in use is
+ * good. After its probation of good windows in a row
  * it is re-admitted; a path demoted again within CLT_GRAY_FLAP_MS of its
  * re-admission serves a probation twice as long, up to
  * CLT_GRAY_PROBATION_MAX windows.
  */
 #define CLT_GRAY_WINDOW_MS 500
 #define CLT_GRAY_FACTOR 4
-#define CLT_GRAY_FLOOR_US 2000
+#define CLT_GRAY_FLOOR_US 1000
 #define CLT_GRAY_MIN_REQS 8
 #define CLT_GRAY_LOSS_PCT 2
 #define CLT_GRAY_MIN_SEGS 64
@@ -744,6 +748,7 @@ static void gray_reset(struct clt_path *path)
 	}
 	path->gray_bad = path->gray_good = 0;
 	path->gray_p50_ns = path->gray_n = 0;
+	path->gray_inflight_sum = path->gray_ticks = 0;
 	path->gray_segs = path->gray_retrans = 0;
 	atomic_store_explicit(&path->lat_band, false, memory_order_relaxed);
 	ibtrs_hist_window(&path->hist, path->gray_snap, 0.5, &n);
@@ -761,6 +766,13 @@ static bool gray_measure(struct clt_path *path, uint64_t *dsegs,
 
 	path->gray_p50_ns = ibtrs_hist_window(&path->hist, path->gray_snap, 0.5,
 					      &path->gray_n);
+	/* Little's law: a request's latency on a loaded path is mostly its
+	 * wait behind the others in flight. Per request in flight it is
+	 * the path's own cost, the same loaded or idle. */
+	if (path->gray_ticks && path->gray_inflight_sum > path->gray_ticks)
+		path->gray_p50_ns = path->gray_p50_ns * path->gray_ticks /
+				    path->gray_inflight_sum;
+	path->gray_inflight_sum = path->gray_ticks = 0;
 	for (i = 0; i < path->con_num; i++) {
 		if (!path->cons[i].xcon || ops->health(path->cons[i].xcon, &h))
 			continue;
@@ -823,10 +835,22 @@ static void gray_judge(struct ibtrs_clt *sess, struct clt_path *path,
 {
 	bool demoted = atomic_load(&path->demoted);
 	uint64_t best = gray_best_other(sess, path);
-	bool slow = best && path->gray_n >= (demoted ? 1 : CLT_GRAY_MIN_REQS) &&
-		    path->gray_p50_ns > best * CLT_GRAY_FACTOR &&
-		    path->gray_p50_ns > best + CLT_GRAY_FLOOR_US * 1000ull;
+	uint64_t floor = CLT_GRAY_FLOOR_US * 1000ull;
+	bool slow;
 
+	/* Hysteresis: a demoted path's probes run without a queue, so they
+	 * must be about as fast as the loaded healthy paths to count good;
+	 * a path in use is bad only when far slower. */
+	if (demoted)
+		slow = best && path->gray_n &&
+		       path->gray_p50_ns > best + best / 2 + floor;
+	else
+		slow = best && path->gray_n >= CLT_GRAY_MIN_REQS &&
+		       path->gray_p50_ns > best * CLT_GRAY_FACTOR &&
+		       path->gray_p50_ns > best + floor;
+	/* No probe in this window: no evidence for the probation. */
+	if (demoted && !path->gray_n && !lossy)
+		return;
 	if (!slow && !lossy) {
 		path->gray_bad = 0;
 		if (demoted && ++path->gray_good >= path->gray_probation) {
@@ -908,6 +932,12 @@ static void gray_tick(struct ibtrs_clt *sess, uint64_t now)
 	unsigned int i, n = atomic_load(&sess->path_cnt);
 
 	gray_band(sess);
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		p->gray_inflight_sum += atomic_load(&p->inflight);
+		p->gray_ticks++;
+	}
 	if (!sess->gray_win_ns) {
 		sess->gray_win_ns = now;
 		return;
