@@ -564,6 +564,14 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                      together than that and closes while they come
  *                      further apart: polls under load, sleeps at once
  *                      when idle (default false)
+ * @no_path_timeout_ms: how long a new request may wait for a path when
+ *                      none is connected but one is connecting or being
+ *                      reconnected: ibtrs_clt_request() then returns 0
+ *                      and the request is posted as soon as a path is up,
+ *                      or completes with -ECONNABORTED when the time is
+ *                      up or no path is left to wait for; bounded by the
+ *                      tags, as every request. 0 (the default): such a
+ *                      request fails at once with -ENOTCONN (appended)
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -586,6 +594,7 @@ struct ibtrs_clt_opts {
 	bool no_control;
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
+	uint32_t no_path_timeout_ms;
 };
 
 /**

@@ -311,6 +311,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	sess->max_reconnect_attempts = o->max_reconnect_attempts;
 	ibtrs_hb_init(&sess->hb, o->hb_timeout_ms);
 	sess->failover_timeout_ns = (uint64_t)o->failover_timeout_ms * 1000000;
+	sess->no_path_timeout_ns = (uint64_t)o->no_path_timeout_ms * 1000000;
 	atomic_init(&sess->policy, o->policy);
 	sess->pending_tail = &sess->pending;
 	pthread_mutex_init(&sess->paths_lock, NULL);

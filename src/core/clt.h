@@ -210,6 +210,7 @@ struct ibtrs_clt {
 	int16_t max_reconnect_attempts;
 	struct ibtrs_hb hb;
 	uint64_t failover_timeout_ns;
+	uint64_t no_path_timeout_ns; /* a new request waits for a path */
 	_Atomic int policy;
 
 	struct clt_path *paths[IBTRS_MAX_PATHS];

@@ -356,6 +356,44 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	return ret;
 }
 
+static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
+			const struct clt_path *from);
+
+/* Loop thread: a new request without a path waits on the parked list. */
+static void req_park_new_fn(void *arg)
+{
+	struct clt_req *req = arg;
+	enum clt_req_state s = CLT_REQ_INFLIGHT;
+
+	/* Never posted, on no path: nothing else can have claimed it. */
+	if (clt_req_change(req, &s, CLT_REQ_CLAIMED))
+		return;
+	req->deadline_ns = ibtrs_now_ns() + req->sess->no_path_timeout_ns;
+	/* A path may have come up since: posted then, else parked. */
+	req_reroute(req->sess, req, NULL);
+}
+
+/*
+ * No path connected, but one may come back (no_path_timeout_ms): hand
+ * the request to the loop thread, which owns the parked list. It counts
+ * as taken (INFLIGHT, on no path) until it is parked.
+ */
+static int req_park_new(struct ibtrs_clt *sess, struct clt_req *req,
+			bool on_loop)
+{
+	enum clt_req_state s = CLT_REQ_FREE;
+
+	req->path = NULL;
+	req->con = NULL;
+	if (clt_req_change(req, &s, CLT_REQ_INFLIGHT))
+		return -EBUSY;
+	if (on_loop)
+		req_park_new_fn(req);
+	else
+		ibtrs_loop_call(sess->loop, req_park_new_fn, req);
+	return 0;
+}
+
 int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		      struct ibtrs_tag *tag, void *priv,
 		      const struct iovec *vec, size_t nr, size_t len,
@@ -432,6 +470,9 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		if (ret != -ENOTCONN)
 			return ret;
 	}
+	if (sess->no_path_timeout_ns && !atomic_load(&sess->closing) &&
+	    clt_sess_has_hope(sess))
+		return req_park_new(sess, req, on_loop);
 	return -ENOTCONN;
 }
 
