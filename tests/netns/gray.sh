@@ -8,7 +8,8 @@
 #  - slow: path 1 limited to 1/20 of path 0's rate: it is demoted (event
 #    "demoted"), then carries under 1 % of the requests; its limit lifted,
 #    it is re-admitted after its probation (event "re-admitted") and
-#    carries traffic again. Prints the demotion and re-admission times;
+#    carries traffic again; "ibtrs status" shows it demoted with its
+#    reason. Prints the demotion and re-admission times;
 #  - lossy: nftables drops 5 % of path 1's packets to the server at
 #    random: demoted.
 # Every wait is bounded; the verdicts are on events and counters.
@@ -139,6 +140,9 @@ scenario_slow() {
 	wait_lines slow 'l["paths"][0] > 0 and l["paths"][1] * 100 < sum(l["paths"])' ||
 		echo "slow: path 1 still carries 1 % or more (going on)"
 	skip=$(nlines slow)
+	# What "ibtrs status" says of the demoted path.
+	ip netns exec "$C" "$tool" status --json --pid "$bench_pid" \
+		>"$tmp/slow-status.json" 2>&1
 	# Five seconds of the demoted path, bounded by the bench's lines.
 	for _ in 1 2 3 4 5; do
 		wait_lines slow 'True' && skip=$((skip + 1))
@@ -192,6 +196,27 @@ else:
           f"{p99[len(p99) // 2] if p99 else 0:.0f} us (median)")
     if not tot or p1 * 100 >= tot:
         fail("path 1 carried 1 % or more while demoted")
+    # ibtrs status: path 1 demoted, with its reason.
+    def paths(o):
+        if isinstance(o, dict):
+            if "demoted" in o and "dst" in o:
+                yield o
+            for v in o.values():
+                yield from paths(v)
+        elif isinstance(o, list):
+            for v in o:
+                yield from paths(v)
+    try:
+        st = [p for p in paths(json.load(open(out.replace(".json",
+                                                          "-status.json"))))
+              if "10.250.21.2" in p["dst"]]
+    except Exception as e:
+        st = []
+        print(f"slow: ibtrs status: {e}")
+    print(f"slow: ibtrs status of path 1: "
+          f"{[(p['demoted'], p['demote_reason']) for p in st]}")
+    if not st or not st[0]["demoted"] or not st[0]["demote_reason"]:
+        fail("ibtrs status does not show path 1 demoted")
     if re is None:
         fail("path 1 was not re-admitted after the limit was lifted")
     else:
