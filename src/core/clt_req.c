@@ -359,39 +359,53 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
 			const struct clt_path *from);
 
-/* Loop thread: a new request without a path waits on the parked list. */
+struct park_new {
+	struct clt_req *req;
+	int ret;
+};
+
+/*
+ * Loop thread: a new request without a path waits on the parked list. All
+ * of it here, where failover runs: no failover sees the request half
+ * taken, nor reads its last path while it is cleared.
+ */
 static void req_park_new_fn(void *arg)
 {
-	struct clt_req *req = arg;
-	enum clt_req_state s = CLT_REQ_INFLIGHT;
+	struct park_new *a = arg;
+	struct clt_req *req = a->req;
+	enum clt_req_state s = CLT_REQ_FREE;
 
-	/* Never posted, on no path: nothing else can have claimed it. */
-	if (clt_req_change(req, &s, CLT_REQ_CLAIMED))
+	req->path = NULL;
+	req->con = NULL;
+	if (clt_req_change(req, &s, CLT_REQ_INFLIGHT)) {
+		a->ret = -EBUSY;
 		return;
+	}
+	s = CLT_REQ_INFLIGHT;
+	if (clt_req_change(req, &s, CLT_REQ_CLAIMED)) {
+		a->ret = -EINVAL;
+		return;
+	}
+	a->ret = 0;
 	req->deadline_ns = ibtrs_now_ns() + req->sess->no_path_timeout_ns;
 	/* A path may have come up since: posted then, else parked. */
 	req_reroute(req->sess, req, NULL);
 }
 
 /*
- * No path connected, but one may come back (no_path_timeout_ms): hand
- * the request to the loop thread, which owns the parked list. It counts
- * as taken (INFLIGHT, on no path) until it is parked.
+ * No path connected, but one may come back (no_path_timeout_ms): the
+ * loop thread, which owns the parked list, takes the request.
  */
 static int req_park_new(struct ibtrs_clt *sess, struct clt_req *req,
 			bool on_loop)
 {
-	enum clt_req_state s = CLT_REQ_FREE;
+	struct park_new a = { .req = req, .ret = -ENOTCONN };
 
-	req->path = NULL;
-	req->con = NULL;
-	if (clt_req_change(req, &s, CLT_REQ_INFLIGHT))
-		return -EBUSY;
 	if (on_loop)
-		req_park_new_fn(req);
+		req_park_new_fn(&a);
 	else
-		ibtrs_loop_call(sess->loop, req_park_new_fn, req);
-	return 0;
+		ibtrs_loop_call(sess->loop, req_park_new_fn, &a);
+	return a.ret;
 }
 
 int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
