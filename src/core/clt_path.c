@@ -714,7 +714,7 @@ static bool tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 #define CLT_GRAY_WINDOW_MS 500
 #define CLT_GRAY_FACTOR 4
 #define CLT_GRAY_FLOOR_US 1000
-#define CLT_GRAY_MIN_REQS 8
+#define CLT_GRAY_MIN_REQS 4
 #define CLT_GRAY_LOSS_PCT 2
 #define CLT_GRAY_MIN_SEGS 64
 #define CLT_GRAY_BAD_WINDOWS 3
