@@ -20,6 +20,20 @@ if(LIBFABRIC_FOUND)
 		list(APPEND IBTRS_LIB_LIBRARIES ${LIBFABRIC_LDFLAGS})
 	endif()
 	set(IBTRS_PC_PRIVATE_LIBS "-lfabric")
+	# bench/compare's ofi ceiling: the provider's own loop. Not installed.
+	add_executable(ibtrs_ofi_ceiling bench/ofi_ceiling.c)
+	set_target_properties(ibtrs_ofi_ceiling PROPERTIES
+		OUTPUT_NAME ibtrs-ofi-ceiling)
+	target_compile_definitions(ibtrs_ofi_ceiling PRIVATE _GNU_SOURCE)
+	target_include_directories(ibtrs_ofi_ceiling PRIVATE
+		${LIBFABRIC_INCLUDE_DIRS})
+	if(LIBFABRIC_LINK_LIBRARIES)
+		target_link_libraries(ibtrs_ofi_ceiling PRIVATE
+			${LIBFABRIC_LINK_LIBRARIES})
+	else()
+		target_link_libraries(ibtrs_ofi_ceiling PRIVATE
+			${LIBFABRIC_LDFLAGS})
+	endif()
 	message(STATUS "ofi backend: libfabric ${LIBFABRIC_VERSION}")
 else()
 	message(STATUS "ofi backend: libfabric not found, not built")

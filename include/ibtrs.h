@@ -436,8 +436,8 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  * @queue_depth: chunks per session, 1..IBTRS_MAX_QUEUE_DEPTH
  * @max_io_size: largest data length of one request; each chunk has
  *               @max_io_size plus IBTRS_MAX_USR_MSG and a small header
- * @max_sessions: sessions served at once (default 64); a client beyond
- *                that is refused, so memory stays bounded
+ * @max_sessions: sessions served at once (default 512); a client beyond
+ *                that, or beyond @max_memory, is refused
  * @hb_timeout_ms: a path that received nothing for this long is closed
  *                 (default 1000, min 100)
  * @sess_grace_ms: how long a session whose last path died is kept for the
@@ -456,6 +456,14 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  * @backend: backend name, NULL for the default ("tcp")
  * @rdma_ev: request callback
  * @link_ev: link event callback, may be NULL
+ * @max_memory: server-wide memory limit in bytes (default 8 GiB; 0: none):
+ *              every session counts its whole chunk pool, its operations
+ *              and 64 KiB, every connection 384 KiB plus 1 KiB a chunk;
+ *              a session or
+ *              connection that would go beyond it is refused. The pools
+ *              are reserved address space: a page costs memory only once
+ *              a request wrote it, so the resident memory follows the
+ *              requests and stays below this bound (ibtrs(7))
  */
 struct ibtrs_srv_opts {
 	size_t size;
@@ -472,6 +480,7 @@ struct ibtrs_srv_opts {
 	bool no_control;
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
+	uint64_t max_memory;
 };
 
 /**

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ibtrs_fault.h"
 #include "tool.h"
 

@@ -33,12 +33,13 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "status", "show the sessions and paths of running processes",
 	  cmd_status, usage_status },
 	{ "path", "add, remove, reconnect or disconnect a path of a session",
-	  cmd_path, usage_path },
-	{ "policy", "set the multipath policy of a session", cmd_policy,
+	  cmd_control, usage_path },
+	{ "policy", "set the multipath policy of a session", cmd_control,
 	  usage_policy },
-	{ "stats", "reset the counters of a session", cmd_stats, usage_stats },
+	{ "stats", "reset the counters of a session", cmd_control,
+	  usage_stats },
 	{ "fault", "inject a fault into a path of a session (testing)",
-	  cmd_fault, usage_fault },
+	  cmd_control, usage_fault },
 };
 
 #define TOOL_NCMDS (sizeof(tool_cmds) / sizeof(tool_cmds[0]))

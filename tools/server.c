@@ -44,6 +44,7 @@
 enum {
 	OPT_SRV_HB_TIMEOUT = 256,
 	OPT_SRV_GRACE,
+	OPT_SRV_MAX_MEMORY,
 	OPT_SRV_BACKING_FILE,
 	OPT_SRV_STATS_FILE,
 	OPT_SRV_TRANSPORT,
@@ -450,6 +451,9 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	opts.backend = cfg->backend;
 	if (cfg->grace_ms >= 0)
 		opts.sess_grace_ms = (uint32_t)cfg->grace_ms;
+	if (cfg->max_memory)
+		opts.max_memory =
+			cfg->max_memory < 0 ? 0 : (uint64_t)cfg->max_memory;
 	opts.busy_poll_us = cfg->busy_poll_us;
 	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
 	opts.rdma_ev = srv_rdma_ev;
@@ -667,6 +671,10 @@ void usage_server(FILE *f)
 		"                           (default 1000)\n"
 		"      --grace MS           keep a session without paths MS ms for its\n"
 		"                           client to come back (default 10000)\n"
+		"      --max-memory BYTES   memory limit of the sessions, k/m/g\n"
+		"                           suffixes, 0 for none (default 8g): each\n"
+		"                           counts its chunk pool and 64 KiB, each\n"
+		"                           connection 384 KiB + 1 KiB a chunk\n"
 		"      --backing-file PATH  one %llu MiB target in PATH (created or\n"
 		"                           extended), shared by every session, mapped\n"
 		"                           MAP_SHARED: it survives a crash and restart\n"
@@ -724,6 +732,7 @@ int cmd_server(int argc, char *argv[])
 		{ "max-io-size", required_argument, NULL, 'm' },
 		{ "hb-timeout", required_argument, NULL, OPT_SRV_HB_TIMEOUT },
 		{ "grace", required_argument, NULL, OPT_SRV_GRACE },
+		{ "max-memory", required_argument, NULL, OPT_SRV_MAX_MEMORY },
 		{ "backing-file", required_argument, NULL,
 		  OPT_SRV_BACKING_FILE },
 		{ "stats-file", required_argument, NULL, OPT_SRV_STATS_FILE },
@@ -864,6 +873,15 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 				return TOOL_EXIT_USAGE;
 			}
 			cfg.grace_ms = (int64_t)v;
+			break;
+		case OPT_SRV_MAX_MEMORY:
+			if (tool_parse_size(optarg, 0, INT64_MAX, &v)) {
+				tool_err(
+					"invalid --max-memory '%s': expected a size such as 4g, or 0",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.max_memory = v ? (int64_t)v : -1;
 			break;
 		case OPT_SRV_BACKING_FILE:
 			if (!optarg[0]) {

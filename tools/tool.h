@@ -20,6 +20,10 @@
 
 #define TOOL_NAME "ibtrs"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* Exit statuses of every subcommand. */
 enum {
 	TOOL_EXIT_OK = 0,
@@ -102,7 +106,6 @@ bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive);
 uint64_t tool_now_ns(void);
 int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us);
 uint64_t tool_random64(void);
-void tool_json_str(FILE *f, const char *s);
 void tool_signals_init(void);
 int tool_signal_wait(int timeout_ms, pid_t *from);
 
@@ -135,6 +138,8 @@ struct tool_export {
  * @hb_timeout_ms: heartbeat timeout, 0 for the library default
  * @grace_ms: how long a session without paths is kept, -1 for the library
  *            default
+ * @max_memory: server-wide memory limit in bytes, 0 for the library
+ *              default, -1 for none
  * @backing_file: file holding one target shared by every session, NULL for
  *                a memory target per session
  * @busy_poll_us: busy polling of the server's thread, microseconds
@@ -156,6 +161,7 @@ struct tool_srv_cfg {
 	uint32_t max_io_size;
 	uint32_t hb_timeout_ms;
 	int64_t grace_ms;
+	int64_t max_memory;
 	const char *backing_file;
 	const char *backend; /* NULL: the library's default */
 	uint32_t busy_poll_us;
@@ -192,199 +198,9 @@ int cmd_server(int argc, char *argv[]);
 void usage_server(FILE *f);
 
 /*
- * bench.c
+ * bench_cli.c
  */
 
-enum bench_rw {
-	BENCH_READ,
-	BENCH_WRITE,
-	BENCH_RANDRW,
-};
-
-/**
- * struct bench_tick - progress of a running benchmark, once per second
- * @elapsed: seconds since the start
- * @iops: requests completed per second during the last interval
- * @mbps: data rate of the last interval, 1e6 bytes per second
- * @ops: requests completed since the start
- * @p99_us: 99th percentile latency of the last interval, microseconds
- * @errors: failed requests since the start
- * @verify_failures: reads that returned wrong data since the start
- * @sess: the session (for ibtrs_clt_inject_fault() and the like)
- * @path_cnt: number of valid @path_ops and @path_state entries
- * @path_ops: per path, requests completed during the last interval
- * @path_state: per path, its state now
- */
-struct bench_tick {
-	double elapsed;
-	double iops;
-	double mbps;
-	double p99_us;
-	uint64_t ops;
-	uint64_t errors;
-	uint64_t verify_failures;
-	struct ibtrs_clt *sess;
-	size_t path_cnt;
-	uint64_t path_ops[IBTRS_MAX_PATHS];
-	enum ibtrs_path_state path_state[IBTRS_MAX_PATHS];
-};
-
-typedef void(bench_progress_fn)(void *arg, const struct bench_tick *tick);
-
-/**
- * enum bench_submit - who keeps the queue depth of a benchmark full
- * @BENCH_SUBMIT_CALLBACK: the completion callback submits the next request
- *                         (on the library's thread, as an event-driven
- *                         application does)
- * @BENCH_SUBMIT_THREAD: the submitter threads, woken by completions
- */
-enum bench_submit {
-	BENCH_SUBMIT_CALLBACK,
-	BENCH_SUBMIT_THREAD,
-};
-
-/**
- * struct bench_cfg - what to run
- * @paths: path strings as accepted by ibtrs_addr_to_sockaddr()
- * @path_cnt: number of @paths
- * @port: server port used where a path names none
- * @rw: request mix
- * @bs: data bytes of every request
- * @qd: requests in flight over all threads
- * @threads: submitter threads
- * @submit: who submits the next request when one completes
- * @time_s: run time in seconds
- * @verify: write patterns and check what is read back
- * @quiet: do not report individual failures on stderr
- * @sessname: session name, NULL for a generated one
- * @policy: multipath policy (enum ibtrs_mp_policy)
- * @hb_timeout_ms: heartbeat timeout, 0 for the library default
- * @reconnect_delay_s: seconds between reconnect tries
- * @max_reconnects: reconnect tries of a failed path, -1 forever
- * @failover_timeout_ms: failover timeout, 0 for the library default
- * @io_cons: I/O connections per path, 0 for the library default
- * @busy_poll_us: busy polling of the session's thread, microseconds
- * @busy_poll_adaptive: the window of @busy_poll_us adapts (see
- *                      struct ibtrs_clt_opts)
- * @events: fill the result's event log
- * @export_name: run against this ibnbd export of the server (a block
- *               device, ibnbd_submit()) instead of the memory target;
- *               NULL for the memory target
- * @progress: called once per second from the calling thread, or NULL
- * @progress_arg: passed to @progress
- */
-struct bench_cfg {
-	const char *const *paths;
-	size_t path_cnt;
-	uint16_t port;
-	enum bench_rw rw;
-	uint32_t bs;
-	uint32_t qd;
-	uint32_t threads;
-	enum bench_submit submit;
-	double time_s;
-	bool verify;
-	bool quiet;
-	const char *sessname;
-	int policy;
-	const char *backend; /* NULL: the library's default */
-	uint32_t hb_timeout_ms;
-	uint8_t reconnect_delay_s;
-	int16_t max_reconnects;
-	uint32_t failover_timeout_ms;
-	uint32_t io_cons;
-	uint32_t busy_poll_us;
-	bool busy_poll_adaptive;
-	bool events;
-	const char *export_name;
-	bench_progress_fn *progress;
-	void *progress_arg;
-};
-
-/**
- * struct bench_path_res - one path at the end of a run
- * @addr: its address as text ("SRC->DST" when a source was given)
- * @st: its counters, from ibtrs_clt_path_stats()
- */
-struct bench_path_res {
-	char addr[128];
-	struct ibtrs_path_stats st;
-};
-
-/**
- * struct bench_res - result of a run
- * @time_s: measured run time in seconds
- * @iops: completed requests per second
- * @mbps: data rate, 1e6 bytes per second
- * @p50_us: median latency in microseconds
- * @p99_us: 99th percentile latency in microseconds
- * @p999_us: 99.9th percentile latency in microseconds
- * @ops: successful requests (@read_ops + @write_ops)
- * @read_ops: successful READs
- * @write_ops: successful WRITEs
- * @bytes: data bytes of the successful requests
- * @errors: failed requests
- * @verify_failures: READs whose data did not match
- * @verified: READs whose data was checked
- * @submitted: requests submitted (their confirmation was due)
- * @cb_submits: of those, submitted from a completion callback
- * @lost: submitted requests whose confirmation never ran
- * @max_gap_ms: longest time during the run, after the first completion, in
- *              which no request completed successfully
- * @clt_user_s, @clt_sys_s: CPU time of this process during the run
- *                          (getrusage), user and kernel
- * @srv_cpu: the server answered TOOL_BLK_STATS: @srv_user_s and
- *           @srv_sys_s are valid
- * @srv_user_s, @srv_sys_s: CPU time of the server process during the run
- * @policy: the session's multipath policy at the end, as text
- * @export_size: with cfg->export_name, the export's size in bytes
- * @export_lbs: its logical block size
- * @final_verified: with cfg->export_name and cfg->verify, blocks read back
- *                  and checked after the run: every block the run wrote
- *                  whose last WRITE succeeded
- * @path_cnt: number of valid @paths entries
- * @paths: per-path counters
- * @event_cnt: number of valid @events entries (cfg->events only)
- * @events: the session's event log at the end, oldest first
- */
-struct bench_res {
-	double time_s;
-	double iops;
-	double mbps;
-	double p50_us;
-	double p99_us;
-	double p999_us;
-	uint64_t ops;
-	uint64_t read_ops;
-	uint64_t write_ops;
-	uint64_t bytes;
-	uint64_t errors;
-	uint64_t verify_failures;
-	uint64_t verified;
-	uint64_t submitted;
-	uint64_t cb_submits;
-	uint64_t lost;
-	double max_gap_ms;
-	double clt_user_s;
-	double clt_sys_s;
-	bool srv_cpu;
-	double srv_user_s;
-	double srv_sys_s;
-	char policy[32];
-	uint64_t export_size;
-	uint32_t export_lbs;
-	uint64_t final_verified;
-	size_t path_cnt;
-	struct bench_path_res paths[IBTRS_MAX_PATHS];
-	size_t event_cnt;
-	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
-};
-
-const char *bench_rw_str(enum bench_rw rw);
-const char *bench_submit_str(enum bench_submit submit);
-void bench_cfg_init(struct bench_cfg *cfg);
-void bench_print_event(FILE *f, const struct ibtrs_event *ev);
-int bench_run(const struct bench_cfg *cfg, struct bench_res *res);
 int cmd_bench(int argc, char *argv[]);
 void usage_bench(FILE *f);
 
@@ -401,13 +217,15 @@ void usage_demo(FILE *f);
 
 int cmd_status(int argc, char *argv[]);
 void usage_status(FILE *f);
-int cmd_path(int argc, char *argv[]);
+
+/*
+ * control.c: "path", "policy", "stats" and "fault", by argv[0]
+ */
+
+int cmd_control(int argc, char *argv[]);
 void usage_path(FILE *f);
-int cmd_policy(int argc, char *argv[]);
 void usage_policy(FILE *f);
-int cmd_stats(int argc, char *argv[]);
 void usage_stats(FILE *f);
-int cmd_fault(int argc, char *argv[]);
 void usage_fault(FILE *f);
 
 #endif /* IBTRS_TOOL_H */

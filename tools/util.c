@@ -300,27 +300,6 @@ uint64_t tool_random64(void)
 }
 
 /**
- * tool_json_str() - print @s as a JSON string, with quotes
- * @f: output stream
- * @s: NUL-terminated text
- */
-void tool_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-/**
  * tool_signals_init() - block SIGINT and SIGTERM, ignore SIGPIPE
  *
  * Called before any library thread exists, so that every thread inherits

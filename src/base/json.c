@@ -4,6 +4,7 @@
  * strings, remembers where commas go. Out of memory makes it stop writing
  * and set @oom.
  */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -54,7 +55,8 @@ static void putf(struct json *j, const char *fmt, ...)
 
 static void putf(struct json *j, const char *fmt, ...)
 {
-	char tmp[64];
+	/* Room for the longest number written: DBL_MAX with 9 decimals. */
+	char tmp[DBL_MAX_10_EXP + 16];
 	va_list ap;
 	int n;
 
@@ -165,4 +167,19 @@ void json_bool(struct json *j, const char *key, bool val)
 {
 	lead(j, key);
 	put(j, val ? "true" : "false", val ? 4 : 5);
+}
+
+void json_fixed(struct json *j, const char *key, double val, int decimals)
+{
+	lead(j, key);
+	if (isfinite(val) && decimals >= 0 && decimals <= 9)
+		putf(j, "%.*f", decimals, val);
+	else
+		put(j, "null", 4);
+}
+
+void json_null(struct json *j, const char *key)
+{
+	lead(j, key);
+	put(j, "null", 4);
 }

@@ -31,5 +31,9 @@ void json_u64(struct json *j, const char *key, uint64_t val);
 void json_i64(struct json *j, const char *key, int64_t val);
 void json_f64(struct json *j, const char *key, double val);
 void json_bool(struct json *j, const char *key, bool val);
+/* @val with @decimals digits after the point (printf "%.*f"); null when
+ * not finite. For figures whose precision the reader expects fixed. */
+void json_fixed(struct json *j, const char *key, double val, int decimals);
+void json_null(struct json *j, const char *key);
 
 #endif /* IBTRS_JSON_H */

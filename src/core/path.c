@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * path.c - path state table, multipath policies, latency histogram.
+ * path.c - path state table and multipath policies.
  */
 #include <stdatomic.h>
 
@@ -105,40 +105,6 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 	return best;
 }
 
-unsigned int ibtrs_hist_bucket(uint64_t ns)
-{
-	unsigned int e, idx;
-
-	if (ns < 8)
-		return (unsigned int)ns;
-	e = 63u - (unsigned int)__builtin_clzll(ns);
-	idx = (e - 2) * 8 + (unsigned int)((ns >> (e - 3)) & 7);
-	return idx < IBTRS_HIST_BUCKETS ? idx : IBTRS_HIST_BUCKETS - 1;
-}
-
-uint64_t ibtrs_hist_bucket_low(unsigned int idx)
-{
-	unsigned int e;
-
-	if (idx < 8)
-		return idx;
-	e = idx / 8 + 2;
-	return (8ull + (idx % 8)) << (e - 3);
-}
-
-void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns)
-{
-	ibtrs_counter_add(&h->b[ibtrs_hist_bucket(ns)], 1);
-}
-
-void ibtrs_hist_reset(struct ibtrs_hist *h)
-{
-	unsigned int i;
-
-	for (i = 0; i < IBTRS_HIST_BUCKETS; i++)
-		atomic_store_explicit(&h->b[i], 0, memory_order_relaxed);
-}
-
 uint64_t ibtrs_hist_window(const struct ibtrs_hist *h, uint64_t *snap, double q,
 			   uint64_t *n)
 {
@@ -174,33 +140,4 @@ uint64_t ibtrs_hist_window(const struct ibtrs_hist *h, uint64_t *snap, double q,
 		return ibtrs_hist_bucket_low(IBTRS_HIST_BUCKETS - 1);
 	return ibtrs_hist_bucket_low(i) +
 	       (ibtrs_hist_bucket_low(i + 1) - ibtrs_hist_bucket_low(i)) / 2;
-}
-
-uint64_t ibtrs_hist_quantile(const struct ibtrs_hist *h, double q)
-{
-	uint64_t counts[IBTRS_HIST_BUCKETS], total = 0, want, seen = 0;
-	unsigned int i;
-
-	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
-		counts[i] =
-			atomic_load_explicit(&h->b[i], memory_order_relaxed);
-		total += counts[i];
-	}
-	if (!total)
-		return 0;
-	want = (uint64_t)(q * (double)total + 0.5);
-	if (want < 1)
-		want = 1;
-	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
-		seen += counts[i];
-		if (seen >= want) {
-			uint64_t lo = ibtrs_hist_bucket_low(i);
-			uint64_t hi = i + 1 < IBTRS_HIST_BUCKETS
-					      ? ibtrs_hist_bucket_low(i + 1)
-					      : lo;
-
-			return lo + (hi - lo) / 2;
-		}
-	}
-	return ibtrs_hist_bucket_low(IBTRS_HIST_BUCKETS - 1);
 }

@@ -66,28 +66,16 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 /*
  * Min-latency hysteresis: set paths[i].in_band for the usable paths of
  * @n whose RTT is close to the lowest: a path joins the band within
- * IBTRS_BAND_IN (RTT <= min * 5/4 + 20 us) and leaves it only beyond
- * IBTRS_BAND_OUT (RTT > min * 3/2 + 50 us), so that RTTs moving by a few
- * microseconds do not swing the traffic from path to path. An unmeasured
- * or unusable path is not in the band. Returns the paths in the band.
+ * RTT <= min * 5/4 + 20 us and leaves it only beyond RTT > min * 3/2 +
+ * 50 us, so that RTTs moving by a few microseconds do not swing the
+ * traffic from path to path. An unmeasured or unusable path is not in
+ * the band. Returns the paths in the band.
  */
 unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n);
 
-/*
- * Latency histogram: log-linear buckets, 8 per power of two, in
- * nanoseconds up to about 18 minutes; relative error under 12.5 %.
- */
-#define IBTRS_HIST_BUCKETS 320
+/* The per-path latency histogram (struct ibtrs_hist) lives in hist.h. */
+#include "hist.h"
 
-struct ibtrs_hist {
-	_Atomic uint64_t b[IBTRS_HIST_BUCKETS];
-};
-
-/* One thread adds and resets (ibtrs_counter_add()); any thread reads. */
-void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns);
-void ibtrs_hist_reset(struct ibtrs_hist *h);
-/* Value at quantile @q (0 < q <= 1) in nanoseconds; 0 when empty. */
-uint64_t ibtrs_hist_quantile(const struct ibtrs_hist *h, double q);
 /*
  * Value at quantile @q of what was added to @h since the last call with
  * the same @snap (IBTRS_HIST_BUCKETS counters, zero at first), which is
@@ -96,7 +84,5 @@ uint64_t ibtrs_hist_quantile(const struct ibtrs_hist *h, double q);
  */
 uint64_t ibtrs_hist_window(const struct ibtrs_hist *h, uint64_t *snap, double q,
 			   uint64_t *n);
-unsigned int ibtrs_hist_bucket(uint64_t ns);
-uint64_t ibtrs_hist_bucket_low(unsigned int idx);
 
 #endif /* IBTRS_PATH_H */

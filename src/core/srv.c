@@ -27,7 +27,20 @@
 #include "srv.h"
 #include "xprt.h"
 
-#define SRV_DEFAULT_MAX_SESSIONS 64
+#define SRV_DEFAULT_MAX_SESSIONS 512
+#define SRV_DEFAULT_MAX_MEMORY (8ull << 30)
+/*
+ * What the memory limit counts (ibtrs.7, "Server limits"): a session
+ * SRV_SESS_MEM plus its whole chunk pool and its operations, a
+ * connection SRV_CON_MEM plus SRV_CON_MEM_CHUNK a chunk (its state here
+ * and the backend's buffers: the tcp backend's receive staging buffer
+ * and its work requests, three a chunk). Worst cases: the pool is
+ * reserved address space whose pages cost memory only once a request has
+ * used them.
+ */
+#define SRV_SESS_MEM (64u << 10)
+#define SRV_CON_MEM (384u << 10)
+#define SRV_CON_MEM_CHUNK 1024u
 #define SRV_DEFAULT_HB_TIMEOUT_MS 1000
 #define SRV_MIN_HB_TIMEOUT_MS 100
 #define SRV_DEFAULT_GRACE_MS 10000
@@ -106,6 +119,7 @@ struct ibtrs_srv {
 	uint64_t grace_until; /* no path: kept until then for a rejoin */
 	char *chunks;
 	size_t pool_len;
+	uint64_t mem; /* counted against the memory limit */
 	struct ibtrs_xprt_pd *pd;
 	struct ibtrs_xprt_mr *mr;
 	struct ibtrs_srv_op *ops;
@@ -123,12 +137,14 @@ struct ibtrs_srv_ctx {
 	uint32_t chunk_size;
 	unsigned int off_bits;
 	uint32_t max_sessions;
+	uint64_t max_memory;	    /* 0: none */
 	struct ibtrs_srv *sessions; /* loop thread */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned int nr_sessions; /* under @lock */
 	struct ibtrs_hb hb;
-	bool hb_held; /* loop thread: every path silent, held one tick */
+	bool hb_held;	   /* loop thread: every path silent, held one tick */
+	uint64_t mem_used; /* under @lock: what the limit counts */
 	uint64_t grace_ns;
 	_Atomic uint64_t requests, replays, busy, proto_errors, stale;
 	_Atomic unsigned int nr_paths;
@@ -137,12 +153,33 @@ struct ibtrs_srv_ctx {
 
 static const struct ibtrs_xprt_handler srv_handler;
 
+/* What one session counts against the memory limit. */
+static uint64_t sess_mem(const struct ibtrs_srv_ctx *ctx)
+{
+	return SRV_SESS_MEM +
+	       (uint64_t)ctx->queue_depth *
+		       (ctx->chunk_size + sizeof(struct ibtrs_srv_op));
+}
+
+/* What one connection counts against the memory limit. */
+static uint64_t con_mem(const struct ibtrs_srv_ctx *ctx)
+{
+	return SRV_CON_MEM + (uint64_t)ctx->queue_depth * SRV_CON_MEM_CHUNK;
+}
+
+/* Whether @more fits under the memory limit. Context: ctx->lock held. */
+static bool mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more)
+{
+	return !ctx->max_memory || ctx->mem_used + more <= ctx->max_memory;
+}
+
 /* ------------------------------------------------------------------ */
 /* sessions                                                             */
 
 static void sess_free(struct ibtrs_srv *sess)
 {
 	struct ibtrs_srv_ctx *ctx = sess->ctx;
+	uint64_t mem = sess->mem;
 	uint32_t i;
 
 	if (sess->mr)
@@ -158,6 +195,7 @@ static void sess_free(struct ibtrs_srv *sess)
 	free(sess);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nr_sessions--;
+	ctx->mem_used -= mem;
 	pthread_cond_broadcast(&ctx->cond);
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -228,7 +266,8 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
-	if (ctx->nr_sessions >= ctx->max_sessions) {
+	if (ctx->nr_sessions >= ctx->max_sessions ||
+	    !mem_fits(ctx, sess_mem(ctx))) {
 		pthread_mutex_unlock(&ctx->lock);
 		/* Full: a session only waiting for its client gives way. */
 		if (sess_evict_graced(ctx))
@@ -237,6 +276,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 		return NULL;
 	}
 	ctx->nr_sessions++;
+	ctx->mem_used += sess_mem(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 
 	sess = calloc(1, sizeof(*sess));
@@ -245,10 +285,18 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 		goto unaccount;
 	}
 	sess->ctx = ctx;
+	sess->mem = sess_mem(ctx);
 	memcpy(sess->uuid, uuid, IBTRS_UUID_LEN);
 	sess->pool_len = (size_t)ctx->queue_depth * ctx->chunk_size;
+	/*
+	 * Reserved, registered whole (the client is told every chunk), but
+	 * a page costs memory only once a request has written it: a session
+	 * that sends 4 KiB requests at a few in flight uses a few pages of
+	 * a few chunks (the client's tags are the lowest free ones). No
+	 * swap is reserved for it: the memory limit bounds it instead.
+	 */
 	sess->chunks = mmap(NULL, sess->pool_len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (sess->chunks == MAP_FAILED) {
 		sess->chunks = NULL;
 		ret = -ENOMEM;
@@ -288,6 +336,7 @@ free_sess:
 unaccount:
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nr_sessions--;
+	ctx->mem_used -= sess_mem(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	*err = ret;
 	return NULL;
@@ -296,6 +345,15 @@ unaccount:
 /* ------------------------------------------------------------------ */
 /* connections and paths                                                */
 
+/* A connection's share of the memory limit goes. */
+static void con_mem_put(struct ibtrs_srv_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	ctx->mem_used -= con_mem(ctx);
+	pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static void con_free_work(struct ibtrs_work *w)
 {
 	struct srv_con *con = container_of(w, struct srv_con, free_work);
@@ -303,6 +361,7 @@ static void con_free_work(struct ibtrs_work *w)
 
 	sess->ctx->ops->destroy(con->xcon);
 	free(con);
+	con_mem_put(sess->ctx);
 	sess_put(sess);
 }
 
@@ -718,15 +777,28 @@ static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
 	unsigned int i;
 	int ret;
 
-	con = calloc(1, sizeof(*con));
+	pthread_mutex_lock(&ctx->lock);
+	ret = mem_fits(ctx, con_mem(ctx)) ? 0 : -ENOSPC;
+	if (!ret)
+		ctx->mem_used += con_mem(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	con = ret ? NULL : calloc(1, sizeof(*con));
 	if (!con) {
-		reject(ctx, req, -ENOMEM);
-		return -ENOMEM;
+		if (!ret)
+			con_mem_put(ctx);
+		else
+			ibtrs_log_rl(
+				IBTRS_LOG_WARN,
+				"server: memory limit reached: connection refused");
+		ret = ret ? ret : -ENOMEM;
+		reject(ctx, req, ret);
+		return ret;
 	}
 	ibtrs_conn_rsp_encode(&m, &r);
 	ret = ctx->ops->accept(req, sess->pd, &attr, &m, &con->xcon);
 	if (ret) {
 		free(con);
+		con_mem_put(ctx);
 		return ret;
 	}
 	con->sess = sess;
@@ -977,6 +1049,7 @@ void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size)
 		.queue_depth = IBTRS_DEFAULT_QUEUE_DEPTH,
 		.max_io_size = IBTRS_DEFAULT_MAX_IO_SIZE,
 		.max_sessions = SRV_DEFAULT_MAX_SESSIONS,
+		.max_memory = SRV_DEFAULT_MAX_MEMORY,
 		.hb_timeout_ms = SRV_DEFAULT_HB_TIMEOUT_MS,
 		.sess_grace_ms = SRV_DEFAULT_GRACE_MS,
 	};
@@ -1088,6 +1161,16 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	ctx->off_bits = (unsigned int)off_bits;
 	ctx->max_sessions = opts.max_sessions;
 	ibtrs_hb_init(&ctx->hb, opts.hb_timeout_ms);
+	ctx->max_memory = opts.max_memory;
+	if (ctx->max_memory && sess_mem(ctx) + con_mem(ctx) > ctx->max_memory) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"server: a session of %u chunks of %u bytes does not fit the memory limit of %llu bytes",
+			ctx->queue_depth, ctx->chunk_size,
+			(unsigned long long)ctx->max_memory);
+		ret = -EINVAL;
+		goto free_ctx;
+	}
 	ctx->grace_ns = (uint64_t)opts.sess_grace_ms * 1000000;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
@@ -1232,6 +1315,11 @@ void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info)
 	info->queue_depth = ctx->queue_depth;
 	info->max_io_size = ctx->max_io_size;
 	info->loop = ctx->loop;
+	info->max_sessions = ctx->max_sessions;
+	info->max_memory = ctx->max_memory;
+	pthread_mutex_lock(&ctx->lock);
+	info->mem_used = ctx->mem_used;
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 struct walk_call {

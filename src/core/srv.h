@@ -20,6 +20,9 @@
  * @queue_depth: chunks per session
  * @max_io_size: largest request
  * @loop: its loop
+ * @max_sessions: most sessions at once
+ * @max_memory: the memory limit, bytes (0: none)
+ * @mem_used: what the sessions and connections count against it now
  */
 struct srv_ctl_info {
 	uint16_t port;
@@ -27,6 +30,9 @@ struct srv_ctl_info {
 	uint32_t queue_depth;
 	uint32_t max_io_size;
 	struct ibtrs_loop *loop;
+	uint32_t max_sessions;
+	uint64_t max_memory;
+	uint64_t mem_used;
 };
 
 /**

@@ -66,6 +66,9 @@ static void srv_ctl_status(void *obj, struct json *j)
 	json_str(j, "backend", info.backend);
 	json_u64(j, "queue_depth", info.queue_depth);
 	json_u64(j, "max_io_size", info.max_io_size);
+	json_u64(j, "max_sessions", info.max_sessions);
+	json_u64(j, "max_memory", info.max_memory);
+	json_u64(j, "memory", info.mem_used);
 	json_u64(j, "requests", st.requests);
 	json_u64(j, "replays", st.replays);
 	json_u64(j, "busy", st.busy);

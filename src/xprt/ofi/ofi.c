@@ -164,6 +164,8 @@ struct ofi_cm_sink {
  * @direct: mapped regions registered on the caller's memory
  * @nr_direct: entries of @direct
  * @next_key: next key chosen here when the provider does not issue keys
+ * @serial: every call into the provider is made under ofi_call_lock
+ *	(OFI_CALL, see ofi_quirks)
  */
 struct ofi_pd {
 	struct fi_info *info;
@@ -176,7 +178,33 @@ struct ofi_pd {
 	struct ofi_mr **direct;
 	unsigned int nr_direct;
 	_Atomic uint32_t next_key;
+	bool serial;
 };
+
+/*
+ * Held around each call into a provider that needs it (OFI_Q_SERIAL): one
+ * lock for the process, as the client and the server of one process have
+ * a domain each on the same provider, and a lock per domain was not
+ * enough for net.
+ */
+static pthread_mutex_t ofi_call_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A call into the provider of pd @pd, under ofi_call_lock where the
+ * provider needs it. The lock is the innermost: nothing is taken and no
+ * handler runs under it.
+ */
+#define OFI_CALL(pd, expr)                                    \
+	({                                                    \
+		struct ofi_pd *pd_ = (pd);                    \
+		__typeof__(expr) r_;                          \
+		if (pd_->serial)                              \
+			pthread_mutex_lock(&ofi_call_lock);   \
+		r_ = (expr);                                  \
+		if (pd_->serial)                              \
+			pthread_mutex_unlock(&ofi_call_lock); \
+		r_;                                           \
+	})
 
 /**
  * struct ofi_mr - a region slot
@@ -385,13 +413,13 @@ static int ofi_errno(ssize_t ret)
 }
 
 /* The error of a failed completion; FI_ECANCELED means the link is gone. */
-static int ofi_cq_error(struct fid_cq *cq, const char *what)
+static int ofi_cq_error(struct ofi_pd *pd, struct fid_cq *cq, const char *what)
 {
 	struct fi_cq_err_entry e;
 	ssize_t r;
 
 	memset(&e, 0, sizeof(e));
-	r = fi_cq_readerr(cq, &e, 0);
+	r = OFI_CALL(pd, fi_cq_readerr(cq, &e, 0));
 	if (r < 0)
 		return r == -FI_EAGAIN ? 0 : ofi_errno(r);
 	ibtrs_log_rl(IBTRS_LOG_DEBUG, "ofi: %s completion error: %s (%d)", what,
@@ -456,18 +484,76 @@ static size_t ofi_cm_data_size(struct fid *fid)
 	return size;
 }
 
-/* Whether the default choice may take @p. */
-static bool ofi_usable(const struct fi_info *p, bool named)
+/*
+ * No field a provider hands over is trusted to be set: entries of
+ * fi_getinfo() and of connection requests are read through these.
+ */
+
+/* The name of @info's provider, "" when the provider left it unset. */
+static const char *ofi_prov(const struct fi_info *info)
 {
-	if (p->ep_attr->type != FI_EP_MSG ||
-	    (p->caps & (FI_MSG | FI_RMA)) != (FI_MSG | FI_RMA) ||
-	    p->domain_attr->cq_data_size < 4 ||
-	    (p->domain_attr->mr_mode & FI_MR_ENDPOINT))
-		return false;
-	/* sockets connects, then never delivers on FI_EP_MSG (1.17). */
-	if (!named && !strcmp(p->fabric_attr->prov_name, "sockets"))
-		return false;
-	return true;
+	if (!info || !info->fabric_attr || !info->fabric_attr->prov_name)
+		return "";
+	return info->fabric_attr->prov_name;
+}
+
+/* The name of @info's domain, "" when unset. */
+static const char *ofi_domain_name(const struct fi_info *info)
+{
+	if (!info || !info->domain_attr || !info->domain_attr->name)
+		return "";
+	return info->domain_attr->name;
+}
+
+/*
+ * What a provider needs beyond its attributes, found by running it: the
+ * fit test cannot see these.
+ */
+enum {
+	OFI_Q_SERIAL = 1 << 0, /* calls on one domain from one thread at a time
+				*/
+};
+
+static const struct {
+	const char *name;
+	unsigned int quirks;
+} ofi_quirk_tab[] = {
+	/* 1.17: FI_THREAD_SAFE, yet concurrent fi_cq_read()s and posts on
+	 * endpoints of one domain crash it. */
+	{ "net", OFI_Q_SERIAL },
+};
+
+static unsigned int ofi_quirks(const char *prov)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ofi_quirk_tab) / sizeof(ofi_quirk_tab[0]); i++)
+		if (!strcmp(prov, ofi_quirk_tab[i].name))
+			return ofi_quirk_tab[i].quirks;
+	return 0;
+}
+
+/*
+ * The backend's fit test: NULL when @p offers everything the backend
+ * needs, else what it lacks.
+ */
+static const char *ofi_unfit(const struct fi_info *p)
+{
+	if (!p->fabric_attr || !p->domain_attr || !p->ep_attr || !p->tx_attr ||
+	    !p->rx_attr)
+		return "fabric, domain, endpoint, transmit and receive attributes";
+	if (p->ep_attr->type != FI_EP_MSG)
+		return "connected endpoints (FI_EP_MSG)";
+	if ((p->caps & (FI_MSG | FI_RMA)) != (FI_MSG | FI_RMA))
+		return "messages and RMA (FI_MSG | FI_RMA)";
+	if (p->domain_attr->cq_data_size < 4)
+		return "32 bits of remote CQ data (cq_data_size >= 4)";
+	if (p->domain_attr->mr_mode & FI_MR_ENDPOINT)
+		return "registrations per domain (it asks for FI_MR_ENDPOINT)";
+	if (!(p->domain_attr->mr_mode & FI_MR_PROV_KEY) &&
+	    p->domain_attr->mr_key_size && p->domain_attr->mr_key_size < 4)
+		return "keys of 32 bits (mr_key_size >= 4)";
+	return NULL;
 }
 
 static void *ofi_dup_addr(const struct sockaddr *sa, size_t *len)
@@ -500,6 +586,7 @@ static int ofi_getinfo(const char *prov, const struct sockaddr *src,
 {
 	struct fi_info *hints, *list = NULL, *p;
 	const struct sockaddr *any = dst ? dst : src;
+	const char *why = NULL;
 	bool named = false;
 	int ret;
 
@@ -543,13 +630,27 @@ static int ofi_getinfo(const char *prov, const struct sockaddr *src,
 	}
 	ret = fi_getinfo(OFI_API_VERSION, NULL, NULL, flags, hints, &list);
 	if (ret) {
+		if (named)
+			ibtrs_log(
+				IBTRS_LOG_ERR,
+				"ofi: provider %s offers no connected endpoint (FI_EP_MSG) with FI_MSG and FI_RMA here: %s",
+				prov, fi_strerror(-ret));
 		ret = ret == -FI_ENODATA ? -ENODEV : ofi_errno(ret);
 		goto free_hints;
 	}
-	for (p = list; p; p = p->next)
-		if (ofi_usable(p, named))
+	for (p = list; p; p = p->next) {
+		const char *lacks = ofi_unfit(p);
+
+		if (!lacks)
 			break;
+		if (!why)
+			why = lacks;
+	}
 	if (!p) {
+		if (named)
+			ibtrs_log(IBTRS_LOG_ERR,
+				  "ofi: provider %s does not fit: it lacks %s",
+				  prov, why ? why : "a usable entry");
 		ret = -ENODEV;
 		goto free_list;
 	}
@@ -586,7 +687,7 @@ int ofi_provider_probe(char *name, size_t len)
 	if (ret)
 		return ret;
 	if (len)
-		snprintf(name, len, "%s", info->fabric_attr->prov_name);
+		snprintf(name, len, "%s", ofi_prov(info));
 	fi_freeinfo(info);
 	return 0;
 }
@@ -601,6 +702,8 @@ static uint64_t ofi_next_key(struct ofi_pd *pd)
 	} while (!k);
 	return k;
 }
+
+static void ofi_unreg(struct ofi_pd *pd, struct fid_mr *mr);
 
 /**
  * ofi_reg() - register @len bytes at @buf in the pd's domain
@@ -620,11 +723,30 @@ static int ofi_reg(struct ofi_pd *pd, void *buf, size_t len, struct fid_mr **mr)
 		uint64_t key =
 			(pd->mr_mode & FI_MR_PROV_KEY) ? 0 : ofi_next_key(pd);
 
-		ret = fi_mr_reg(pd->domain, buf, len, OFI_MR_ACCESS, 0, key, 0,
-				mr, NULL);
+		ret = OFI_CALL(pd,
+			       fi_mr_reg(pd->domain, buf, len, OFI_MR_ACCESS, 0,
+					 key, 0, mr, NULL));
 		/* a key still held by an old registration: take the next */
 	} while (ret == -FI_ENOKEY && ++tries < 8);
-	return ret ? ofi_errno(ret) : 0;
+	if (ret)
+		return ofi_errno(ret);
+	/* The wire carries 32-bit keys: a provider key must fit. */
+	if (fi_mr_key(*mr) > UINT32_MAX) {
+		ibtrs_log_rl(
+			IBTRS_LOG_ERR,
+			"ofi: provider %s issued a key of more than 32 bits",
+			ofi_prov(pd->info));
+		ofi_unreg(pd, *mr);
+		*mr = NULL;
+		return -EOVERFLOW;
+	}
+	return 0;
+}
+
+/* Close registration @mr of @pd. */
+static void ofi_unreg(struct ofi_pd *pd, struct fid_mr *mr)
+{
+	OFI_CALL(pd, fi_close(&mr->fid));
 }
 
 /* Memory the provider may register (FI_MR_ALLOCATED: backed pages). */
@@ -678,8 +800,9 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 	pd->max_mrs = max_mrs;
 	atomic_init(&pd->next_key, (uint32_t)rand() | 1);
 	pthread_rwlock_init(&pd->lock, NULL);
+	pd->serial = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_SERIAL;
 	ibtrs_log(IBTRS_LOG_DEBUG, "ofi: pd on %s/%s, mr_mode %#llx",
-		  pd->info->fabric_attr->prov_name, pd->info->domain_attr->name,
+		  ofi_prov(pd->info), ofi_domain_name(pd->info),
 		  (unsigned long long)pd->mr_mode);
 	*pdp = (struct ibtrs_xprt_pd *)pd;
 	return 0;
@@ -757,7 +880,7 @@ static void ofi_mr_unmap(struct ibtrs_xprt_mr *xmr)
 	if (mr->direct)
 		ofi_direct_del(mr);
 	/* Closing the registration kills the key: later writes fail. */
-	fi_close(&mr->fmr->fid);
+	ofi_unreg(mr->pd, mr->fmr);
 	mr->fmr = NULL;
 }
 
@@ -818,7 +941,7 @@ static int ofi_mr_map(struct ibtrs_xprt_mr *xmr, const struct iovec *iov,
 		ibtrs_log_rl(IBTRS_LOG_ERR,
 			     "ofi: provider key %#llx does not fit 32 bits",
 			     (unsigned long long)key);
-		fi_close(&fmr->fid);
+		ofi_unreg(pd, fmr);
 		return -EOVERFLOW;
 	}
 	mr->fmr = fmr;
@@ -916,7 +1039,7 @@ static int ofi_rxb_post(struct ofi_con *c, unsigned int i, size_t len,
 		.context = ctx,
 	};
 
-	return (int)fi_recvmsg(c->ep, &msg, 0);
+	return (int)OFI_CALL(c->pd, fi_recvmsg(c->ep, &msg, 0));
 }
 
 static void ofi_con_free(struct ofi_con *c)
@@ -924,21 +1047,21 @@ static void ofi_con_free(struct ofi_con *c)
 	unsigned int i;
 
 	if (c->ep)
-		fi_close(&c->ep->fid);
+		OFI_CALL(c->pd, fi_close(&c->ep->fid));
 	if (c->txcq)
-		fi_close(&c->txcq->fid);
+		OFI_CALL(c->pd, fi_close(&c->txcq->fid));
 	if (c->rxcq)
-		fi_close(&c->rxcq->fid);
+		OFI_CALL(c->pd, fi_close(&c->rxcq->fid));
 	if (c->eq)
-		fi_close(&c->eq->fid);
+		OFI_CALL(c->pd, fi_close(&c->eq->fid));
 	if (c->kick_src.fd >= 0)
 		close(c->kick_src.fd);
 	if (c->rxmr)
-		fi_close(&c->rxmr->fid);
+		ofi_unreg(c->pd, c->rxmr);
 	free(c->rxbuf);
 	for (i = 0; c->wrs && i < c->attr.max_send_wr; i++) {
 		if (c->wrs[i].bounce_mr)
-			fi_close(&c->wrs[i].bounce_mr->fid);
+			ofi_unreg(c->pd, c->wrs[i].bounce_mr);
 		free(c->wrs[i].bounce);
 	}
 	free(c->wrs);
@@ -991,9 +1114,16 @@ static int ofi_con_open(struct ofi_pd *pd, struct fi_info *info,
 	if (!attr->max_send_wr || !attr->max_recv_wr || !attr->max_send_sge ||
 	    attr->max_send_sge > OFI_MAX_SGE)
 		return -EINVAL;
-	if (strcmp(info->fabric_attr->prov_name,
-		   pd->info->fabric_attr->prov_name))
+	/* A connection request may name no provider: it came from ours. */
+	if (*ofi_prov(info) && strcmp(ofi_prov(info), ofi_prov(pd->info)))
 		return -EXDEV;
+	if (!info->ep_attr || !info->tx_attr || !info->rx_attr) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"ofi: provider %s: a connection's entry lacks its endpoint, transmit or receive attributes",
+			ofi_prov(pd->info));
+		return -EPROTO;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -1009,6 +1139,8 @@ static int ofi_con_open(struct ofi_pd *pd, struct fi_info *info,
 	if (!c->iov_limit)
 		c->iov_limit = 1;
 	c->max_msg = info->ep_attr->max_msg_size;
+	if (!c->max_msg) /* not said: the core's own limits apply */
+		c->max_msg = SIZE_MAX;
 
 	ret = -ENOMEM;
 	c->wrs = calloc(attr->max_send_wr, sizeof(*c->wrs));
@@ -1108,7 +1240,7 @@ static int ofi_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 	int ret, fd = -1;
 
 	memset(rsp, 0, IBTRS_XPRT_PRIV_LEN);
-	ret = ofi_getinfo(pd->info->fabric_attr->prov_name, src, dst, 0, &info);
+	ret = ofi_getinfo(ofi_prov(pd->info), src, dst, 0, &info);
 	if (ret)
 		return ret;
 	ret = ofi_con_open(pd, info, attr, &c);
@@ -1129,14 +1261,15 @@ static int ofi_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 	}
 	if (fi_control(&c->eq->fid, FI_GETWAIT, &fd))
 		fd = -1;
-	ret = fi_connect(c->ep, info->dest_addr, cm, plen);
+	ret = OFI_CALL(pd, fi_connect(c->ep, info->dest_addr, cm, plen));
 	if (ret) {
 		ret = ofi_errno(ret);
 		goto fail;
 	}
 	for (;;) {
 		uint32_t event;
-		ssize_t n = fi_eq_read(c->eq, &event, &ev, sizeof(ev), 0);
+		ssize_t n = OFI_CALL(pd, fi_eq_read(c->eq, &event, &ev,
+						    sizeof(ev), 0));
 		uint64_t now;
 
 		if (n >= (ssize_t)sizeof(ev.cm) && event == FI_CONNECTED) {
@@ -1156,15 +1289,19 @@ static int ofi_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 			memset(&e, 0, sizeof(e));
 			e.err_data = data;
 			e.err_data_size = sizeof(data);
-			if (fi_eq_readerr(c->eq, &e, 0) < 0) {
+			if (OFI_CALL(pd, fi_eq_readerr(c->eq, &e, 0)) < 0) {
 				ret = -EIO;
 				goto fail;
 			}
 			if (e.err == FI_ECONNREFUSED) {
 				struct ofi_cm_sink dummy;
 
-				ofi_cm_unpack(data, e.err_data_size, rsp,
-					      &dummy);
+				/* The provider may point at data of its own. */
+				if (e.err_data && e.err_data_size &&
+				    e.err_data_size <= sizeof(data))
+					ofi_cm_unpack(e.err_data,
+						      e.err_data_size, rsp,
+						      &dummy);
 				ret = -ECONNREFUSED;
 			} else {
 				ret = e.err ? ofi_errno(-(ssize_t)e.err) : -EIO;
@@ -1235,9 +1372,11 @@ static ssize_t ofi_wr_issue(struct ofi_con *c, struct ofi_wr *wr)
 			rma.key = c->peer_sink.key;
 		}
 
-		ret = fi_writemsg(c->ep, &msg,
-				  FI_COMPLETION |
-					  (imm ? FI_REMOTE_CQ_DATA : 0));
+		ret = OFI_CALL(
+			c->pd,
+			fi_writemsg(c->ep, &msg,
+				    FI_COMPLETION |
+					    (imm ? FI_REMOTE_CQ_DATA : 0)));
 		if (!ret) {
 			if (imm)
 				OFI_INC(writes_imm);
@@ -1252,7 +1391,7 @@ static ssize_t ofi_wr_issue(struct ofi_con *c, struct ofi_wr *wr)
 			.context = &wr->ctx,
 		};
 
-		ret = fi_sendmsg(c->ep, &msg, FI_COMPLETION);
+		ret = OFI_CALL(c->pd, fi_sendmsg(c->ep, &msg, FI_COMPLETION));
 		if (!ret)
 			OFI_INC(sends);
 	}
@@ -1271,6 +1410,18 @@ static void ofi_backlog_add(struct ofi_con *c, struct ofi_wr *wr)
 		c->bl_head = wr;
 	c->bl_tail = wr;
 	OFI_INC(backlog);
+}
+
+/* The work request whose context @ctx is, or NULL if @ctx is none of @c's. */
+static struct ofi_wr *ofi_wr_of(struct ofi_con *c, void *ctx)
+{
+	struct ofi_wr *wr = ctx;
+
+	if (!ctx || (char *)ctx < (char *)c->wrs ||
+	    (char *)ctx >= (char *)(c->wrs + c->attr.max_send_wr) ||
+	    ((char *)ctx - (char *)c->wrs) % sizeof(*c->wrs) || !wr->busy)
+		return NULL;
+	return wr;
 }
 
 /* Issue held back work requests while the provider takes them; under
@@ -1357,13 +1508,15 @@ static void ofi_tx_progress(struct ofi_con *c)
 	pthread_mutex_unlock(&c->sq_lock);
 
 	for (;;) {
-		ssize_t n = fi_cq_read(c->txcq, ent, OFI_CQ_BATCH), i, nwc = 0;
+		ssize_t n = OFI_CALL(c->pd,
+				     fi_cq_read(c->txcq, ent, OFI_CQ_BATCH)),
+			i, nwc = 0;
 		int err = 0;
 
 		if (n == -FI_EAGAIN) {
 			n = 0;
 		} else if (n == -FI_EAVAIL) {
-			err = ofi_cq_error(c->txcq, "send");
+			err = ofi_cq_error(c->pd, c->txcq, "send");
 			n = 0;
 		} else if (n < 0) {
 			err = ofi_errno(n);
@@ -1376,8 +1529,17 @@ static void ofi_tx_progress(struct ofi_con *c)
 		 */
 		pthread_mutex_lock(&c->sq_lock);
 		for (i = 0; i < n; i++) {
-			struct ofi_wr *wr = ent[i].op_context;
+			struct ofi_wr *wr = ofi_wr_of(c, ent[i].op_context);
 
+			if (!wr) {
+				ibtrs_log_rl(
+					IBTRS_LOG_ERR,
+					"ofi: provider %s: a send completion names no work request of the connection",
+					ofi_prov(c->info));
+				if (!err)
+					err = -EPROTO;
+				continue;
+			}
 			if (wr->flags & IBTRS_XPRT_SIGNALED)
 				wcs[nwc++] = (struct ibtrs_wc){
 					.wr_id = wr->wr_id,
@@ -1459,7 +1621,7 @@ static int ofi_wr_prepare(struct ofi_con *c, struct ofi_wr *wr,
 			return ret;
 		}
 		if (wr->bounce_mr)
-			fi_close(&wr->bounce_mr->fid);
+			ofi_unreg(pd, wr->bounce_mr);
 		free(wr->bounce);
 		wr->bounce = b;
 		wr->bounce_cap = cap;
@@ -1614,7 +1776,7 @@ static int ofi_post_recv(struct ibtrs_xprt_con *xcon, void *buf, uint32_t len,
 			msg.desc = &c->rxdesc;
 			msg.iov_count = 1;
 		}
-		ret = fi_recvmsg(c->ep, &msg, 0);
+		ret = OFI_CALL(c->pd, fi_recvmsg(c->ep, &msg, 0));
 		if (ret) {
 			if (r->rxb >= 0)
 				c->rxb[r->rxb].busy = false;
@@ -1707,12 +1869,14 @@ static int ofi_rx_poll(struct ofi_con *c)
 	unsigned int done = 0;
 
 	while (!c->failed && done < OFI_RX_BUDGET) {
-		ssize_t n = fi_cq_read(c->rxcq, ent, OFI_CQ_BATCH), i;
+		ssize_t n = OFI_CALL(c->pd,
+				     fi_cq_read(c->rxcq, ent, OFI_CQ_BATCH)),
+			i;
 
 		if (n == -FI_EAGAIN)
 			return 0;
 		if (n == -FI_EAVAIL)
-			return ofi_cq_error(c->rxcq, "receive");
+			return ofi_cq_error(c->pd, c->rxcq, "receive");
 		if (n < 0)
 			return ofi_errno(n);
 		for (i = 0; i < n && !c->failed; i++) {
@@ -1736,7 +1900,8 @@ static int ofi_eq_poll(struct ofi_con *c)
 
 	for (;;) {
 		uint32_t event;
-		ssize_t n = fi_eq_read(c->eq, &event, &ev, sizeof(ev), 0);
+		ssize_t n = OFI_CALL(c->pd, fi_eq_read(c->eq, &event, &ev,
+						       sizeof(ev), 0));
 
 		if (n == -FI_EAGAIN)
 			return 0;
@@ -1744,7 +1909,8 @@ static int ofi_eq_poll(struct ofi_con *c)
 			struct fi_eq_err_entry e;
 
 			memset(&e, 0, sizeof(e));
-			if (fi_eq_readerr(c->eq, &e, 0) < 0 || !e.err)
+			if (OFI_CALL(c->pd, fi_eq_readerr(c->eq, &e, 0)) < 0 ||
+			    !e.err)
 				return -ECONNRESET;
 			return e.err == FI_ECANCELED
 				       ? -ECONNRESET
@@ -1798,7 +1964,7 @@ static void ofi_fail(struct ofi_con *c, int err)
 	pthread_mutex_unlock(&c->sq_lock);
 	if (started)
 		ofi_srcs_del(c);
-	fi_shutdown(c->ep, 0);
+	OFI_CALL(c->pd, fi_shutdown(c->ep, 0));
 	ofi_flush_errors(c);
 	if (err) {
 		OFI_INC(conn_failures);
@@ -1869,7 +2035,7 @@ static void ofi_con_progress(struct ofi_con *c)
 			return;
 		}
 		/* Sleep only when the provider says nothing is pending. */
-		ret = fi_trywait(c->pd->fabric, fids, 3);
+		ret = OFI_CALL(c->pd, fi_trywait(c->pd->fabric, fids, 3));
 		if (ret != -FI_EAGAIN)
 			return;
 	}
@@ -1965,7 +2131,7 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 						  ? c->cm_data_size
 						  : sizeof(cm));
 
-		ret = fi_accept(c->ep, cm, plen);
+		ret = OFI_CALL(c->pd, fi_accept(c->ep, cm, plen));
 		if (ret) {
 			ret = ofi_errno(ret);
 			goto del;
@@ -2036,6 +2202,14 @@ static void ofi_listener_event(struct ibtrs_loop_src *src, uint32_t events)
 				fi_freeinfo(ev.cm.info);
 			continue;
 		}
+		if (!ev.cm.info) {
+			/* Nothing to answer with: the peer times out. */
+			ibtrs_log_rl(
+				IBTRS_LOG_ERR,
+				"ofi: provider %s: a connection request without its entry",
+				ofi_prov(l->info));
+			continue;
+		}
 		req = calloc(1, sizeof(*req));
 		if (!req) {
 			fi_reject(l->pep, ev.cm.info->handle, NULL, 0);
@@ -2062,6 +2236,34 @@ static void ofi_listener_event(struct ibtrs_loop_src *src, uint32_t events)
 		}
 		l->connreq(l->arg, (struct ibtrs_xprt_connreq *)req, &req->ci);
 	}
+}
+
+/*
+ * A failed listen's error as the other backends give it: a provider may
+ * report an address in use as something else (sockets: -EINVAL), so a
+ * failure on a given port is checked with a socket of our own.
+ */
+static int ofi_listen_errno(const struct sockaddr *addr, int ret)
+{
+	int one = 1, fd, busy;
+	socklen_t len;
+
+	if (ret == -EADDRINUSE || !addr)
+		return ret;
+	len = ibtrs_sockaddr_len(addr);
+	if (!len ||
+	    (addr->sa_family == AF_INET &&
+	     !((const struct sockaddr_in *)addr)->sin_port) ||
+	    (addr->sa_family == AF_INET6 &&
+	     !((const struct sockaddr_in6 *)addr)->sin6_port))
+		return ret; /* any port: not in use */
+	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ret;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	busy = bind(fd, addr, len) && errno == EADDRINUSE;
+	close(fd);
+	return busy ? -EADDRINUSE : ret;
 }
 
 static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
@@ -2115,7 +2317,7 @@ free_info:
 	fi_freeinfo(l->info);
 free_l:
 	free(l);
-	return ret;
+	return ofi_listen_errno(addr, ret);
 }
 
 static int ofi_listener_addr(struct ibtrs_xprt_listener *xl,

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench.c - "ibtrs bench": a load generator for the memory target of
- * "ibtrs server", with optional data verification.
+ * bench_engine.c - the load engine of "ibtrs bench" and "ibtrs demo": a
+ * load generator for the memory target of "ibtrs server", with optional
+ * data verification. The command line is in bench_cli.c, the printing of
+ * progress and results in bench_report.c.
  *
  * The target is cut into blocks of the request size; every submitter thread
  * owns a disjoint range of blocks and keeps its share of the queue depth in
@@ -26,7 +28,7 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,18 +39,9 @@
 
 #include <ibnbd.h>
 
+#include "bench.h"
 #include "hist.h"
 #include "tool.h"
-
-#define BENCH_DEFAULT_BS 4096
-#define BENCH_DEFAULT_QD 64
-#define BENCH_DEFAULT_THREADS 1
-#define BENCH_DEFAULT_TIME 10.0
-#define BENCH_MAX_QD 65536
-#define BENCH_MAX_THREADS 256
-/* Limits of --hb-timeout and --failover-timeout, milliseconds. */
-#define BENCH_MIN_HB_TIMEOUT_MS 100
-#define BENCH_MAX_TIMEOUT_MS 3600000
 
 /* Time allowed for the requests still in flight at the end. */
 #define BENCH_DRAIN_NS (10ull * 1000000000ull)
@@ -253,29 +246,6 @@ void bench_cfg_init(struct bench_cfg *cfg)
 	cfg->reconnect_delay_s = o.reconnect_delay_sec;
 	cfg->max_reconnects = o.max_reconnect_attempts;
 	cfg->failover_timeout_ms = o.failover_timeout_ms;
-}
-
-/**
- * bench_print_event() - print one event of a session's log, one line
- * @f: output stream
- * @ev: the event
- */
-void bench_print_event(FILE *f, const struct ibtrs_event *ev)
-{
-	time_t sec = (time_t)(ev->ts_ns / 1000000000ull);
-	char when[16] = "??:??:??";
-	struct tm tm;
-
-	if (localtime_r(&sec, &tm))
-		strftime(when, sizeof(when), "%H:%M:%S", &tm);
-	if (ev->path < 0)
-		fprintf(f, "  %s.%03u  session: %.*s\n", when,
-			(unsigned int)(ev->ts_ns % 1000000000ull / 1000000),
-			(int)sizeof(ev->msg), ev->msg);
-	else
-		fprintf(f, "  %s.%03u  path %d: %.*s\n", when,
-			(unsigned int)(ev->ts_ns % 1000000000ull / 1000000),
-			ev->path, (int)sizeof(ev->msg), ev->msg);
 }
 
 /**
@@ -1430,54 +1400,51 @@ static void bench_close_export(struct bench *b)
 }
 
 /**
- * bench_run() - run a benchmark
- * @cfg: what to run
- * @res: filled with the result
- *
- * Blocks for @cfg->time_s seconds, or until SIGINT or SIGTERM (which the
- * caller must have blocked, see tool_signals_init()).
- *
- * Return: 0 when the run took place (failed requests are counted in @res),
- * TOOL_EXIT_USAGE or TOOL_EXIT_FAIL after reporting why it could not.
+ * bench_geometry() - each submitter thread's share of the target
+ * @cfg: the configuration
+ * @nblks: blocks of the target
+ * @per_thread: filled with the blocks of each thread (0: too few blocks)
+ * @qd: filled with the requests each thread keeps in flight, at most one
+ *      per block
  */
-int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
+static void bench_geometry(const struct bench_cfg *cfg, uint64_t nblks,
+			   uint64_t *per_thread, unsigned int *qd)
 {
-	struct sockaddr_storage src[IBTRS_MAX_PATHS], dst[IBTRS_MAX_PATHS];
+	*per_thread = nblks / cfg->threads;
+	*qd = cfg->qd / cfg->threads;
+	if (!*qd)
+		*qd = 1;
+	if (*qd > *per_thread)
+		*qd = (unsigned int)*per_thread;
+}
+
+/**
+ * struct bench_addrs - the parsed --path addresses, alive for the run
+ * @src: source addresses
+ * @dst: destination addresses
+ * @paths: the pairs handed to the library
+ */
+struct bench_addrs {
+	struct sockaddr_storage src[IBTRS_MAX_PATHS];
+	struct sockaddr_storage dst[IBTRS_MAX_PATHS];
 	struct ibtrs_addr paths[IBTRS_MAX_PATHS];
-	uint64_t nblks, per_thread, start, end, next_tick, stop_ns, last_done;
-	uint64_t last_ops = 0, last_ns, last_path_ops[IBTRS_MAX_PATHS] = { 0 };
-	uint64_t clt_user0, clt_sys0, clt_user1, clt_sys1;
-	uint64_t srv_user0 = 0, srv_sys0 = 0, srv_user1, srv_sys1;
-	bool srv_ok;
-	unsigned int i, qd, started = 0;
+};
+
+/**
+ * bench_open() - open the session of a run
+ * @b: the benchmark
+ * @a: filled with the addresses of the paths
+ *
+ * Return: 0, or TOOL_EXIT_USAGE or TOOL_EXIT_FAIL after reporting why.
+ */
+static int bench_open(struct bench *b, struct bench_addrs *a)
+{
+	const struct bench_cfg *cfg = b->cfg;
 	struct ibtrs_clt_opts opts;
-	struct ibtrs_attrs attrs;
-	struct bench b = { .cfg = cfg };
-	struct hist *tick_hist = NULL;
 	char sessname[NAME_MAX];
 	int ret, err;
 
-	memset(res, 0, sizeof(*res));
-	if (!cfg->path_cnt || cfg->path_cnt > IBTRS_MAX_PATHS || !cfg->bs ||
-	    !cfg->threads || !cfg->qd) {
-		tool_err("invalid benchmark configuration");
-		return TOOL_EXIT_USAGE;
-	}
-	nblks = TOOL_TARGET_SIZE / cfg->bs;
-	per_thread = nblks / cfg->threads;
-	if (!per_thread && !cfg->export_name) {
-		tool_err(
-			"--bs %u too large for %u threads on a %llu MiB target",
-			cfg->bs, cfg->threads, TOOL_TARGET_SIZE >> 20);
-		return TOOL_EXIT_USAGE;
-	}
-	qd = cfg->qd / cfg->threads;
-	if (!qd)
-		qd = 1;
-	if (qd > per_thread)
-		qd = (unsigned int)per_thread;
-
-	ret = bench_parse_paths(cfg, paths, src, dst);
+	ret = bench_parse_paths(cfg, a->paths, a->src, a->dst);
 	if (ret)
 		return ret;
 	if (cfg->sessname)
@@ -1486,12 +1453,12 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		snprintf(sessname, sizeof(sessname), "%s-bench-%d", TOOL_NAME,
 			 (int)getpid());
 
-	b.instance_id = (uint32_t)tool_random64();
+	b->instance_id = (uint32_t)tool_random64();
 	ibtrs_clt_opts_init(&opts, sizeof(opts));
-	opts.priv = &b;
+	opts.priv = b;
 	opts.link_ev = bench_link_ev;
 	opts.sessname = sessname;
-	opts.paths = paths;
+	opts.paths = a->paths;
 	opts.path_cnt = cfg->path_cnt;
 	opts.port = cfg->port;
 	opts.reconnect_delay_sec = cfg->reconnect_delay_s;
@@ -1505,88 +1472,171 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		opts.io_cons = cfg->io_cons;
 	opts.busy_poll_us = cfg->busy_poll_us;
 	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
-	b.sess = ibtrs_clt_open_opts(&opts);
-	if (!b.sess) {
-		err = errno;
-		if (err == EINVAL && cfg->backend)
-			tool_err(
-				"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
-				cfg->backend);
-		else if (cfg->path_cnt == 1)
-			tool_err("cannot connect to %s (port %u): %s",
-				 cfg->paths[0], cfg->port, strerror(err));
-		else
-			tool_err(
-				"cannot connect to any of %zu paths (%s, ...; port %u): %s",
-				cfg->path_cnt, cfg->paths[0], cfg->port,
-				strerror(err));
-		return TOOL_EXIT_FAIL;
-	}
+	b->sess = ibtrs_clt_open_opts(&opts);
+	if (b->sess)
+		return 0;
+	err = errno;
+	if (err == EINVAL && cfg->backend)
+		tool_err(
+			"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
+			cfg->backend);
+	else if (cfg->path_cnt == 1)
+		tool_err("cannot connect to %s (port %u): %s", cfg->paths[0],
+			 cfg->port, strerror(err));
+	else
+		tool_err(
+			"cannot connect to any of %zu paths (%s, ...; port %u): %s",
+			cfg->path_cnt, cfg->paths[0], cfg->port, strerror(err));
+	return TOOL_EXIT_FAIL;
+}
+
+/**
+ * bench_target() - check the request size against the server and size
+ * the run to the target
+ * @b: the benchmark, its session open
+ * @res: the result (the export's figures)
+ * @per_thread: blocks per thread; updated for an export
+ * @qd: requests in flight per thread; updated for an export
+ *
+ * Return: 0, or TOOL_EXIT_USAGE or TOOL_EXIT_FAIL after reporting why.
+ */
+static int bench_target(struct bench *b, struct bench_res *res,
+			uint64_t *per_thread, unsigned int *qd)
+{
+	const struct bench_cfg *cfg = b->cfg;
+	struct ibtrs_attrs attrs;
+	int ret;
+
 	memset(&attrs, 0, sizeof(attrs));
-	ibtrs_clt_query(b.sess, &attrs);
+	ibtrs_clt_query(b->sess, &attrs);
 	if (attrs.max_io_size && cfg->bs > attrs.max_io_size) {
 		tool_err(
 			"--bs %u exceeds the largest request of the server (%u bytes)",
 			cfg->bs, attrs.max_io_size);
-		__atomic_store_n(&b.closing, 1, __ATOMIC_RELEASE);
-		ibtrs_clt_close(b.sess);
 		return TOOL_EXIT_USAGE;
 	}
-	if (cfg->export_name) {
-		ret = bench_open_export(&b, res);
-		if (ret)
-			goto out_close;
-		/* The export's size bounds the offsets. */
-		nblks = b.geo.size / cfg->bs;
-		per_thread = nblks / cfg->threads;
-		if (!per_thread) {
-			tool_err(
-				"--bs %u too large for %u threads on export '%s' of %llu bytes",
-				cfg->bs, cfg->threads, cfg->export_name,
-				(unsigned long long)b.geo.size);
-			ret = TOOL_EXIT_USAGE;
-			goto out_close;
-		}
-		qd = cfg->qd / cfg->threads;
-		if (!qd)
-			qd = 1;
-		if (qd > per_thread)
-			qd = (unsigned int)per_thread;
+	if (!cfg->export_name)
+		return 0;
+	ret = bench_open_export(b, res);
+	if (ret)
+		return ret;
+	/* The export's size bounds the offsets. */
+	bench_geometry(cfg, b->geo.size / cfg->bs, per_thread, qd);
+	if (!*per_thread) {
+		tool_err(
+			"--bs %u too large for %u threads on export '%s' of %llu bytes",
+			cfg->bs, cfg->threads, cfg->export_name,
+			(unsigned long long)b->geo.size);
+		return TOOL_EXIT_USAGE;
 	}
+	return 0;
+}
 
-	ret = TOOL_EXIT_FAIL;
-	b.nthreads = cfg->threads;
-	b.threads = calloc(b.nthreads, sizeof(*b.threads));
-	tick_hist = malloc(2 * sizeof(*tick_hist));
-	if (!b.threads || !tick_hist) {
+/**
+ * bench_alloc() - the state of the submitter threads
+ * @b: the benchmark
+ * @per_thread: blocks per thread
+ * @qd: requests in flight per thread
+ *
+ * Return: 0, or TOOL_EXIT_FAIL after an error.
+ */
+static int bench_alloc(struct bench *b, uint64_t per_thread, unsigned int qd)
+{
+	unsigned int i;
+
+	b->nthreads = b->cfg->threads;
+	b->threads = calloc(b->nthreads, sizeof(*b->threads));
+	for (i = 0; b->threads && i < b->nthreads; i++)
+		if (bench_thread_init(b, &b->threads[i], i, per_thread, qd))
+			break;
+	if (!b->threads || i < b->nthreads) {
 		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
-		goto out_close;
+		return TOOL_EXIT_FAIL;
 	}
-	for (i = 0; i < b.nthreads; i++) {
-		if (bench_thread_init(&b, &b.threads[i], i, per_thread, qd)) {
-			tool_err("cannot allocate the benchmark: %s",
-				 strerror(ENOMEM));
-			goto out_close;
-		}
-	}
+	return 0;
+}
 
-	srv_ok = !bench_srv_cpu(&b, &srv_user0, &srv_sys0);
-	tool_cpu_us(&clt_user0, &clt_sys0);
-	start = tool_now_ns();
-	for (i = 0; i < b.nthreads; i++) {
-		err = pthread_create(&b.threads[i].thread, NULL, bench_worker,
-				     &b.threads[i]);
+/**
+ * bench_spawn() - start the submitter threads
+ * @b: the benchmark, its threads allocated
+ *
+ * Return: the threads started, b->nthreads unless one could not be.
+ */
+static unsigned int bench_spawn(struct bench *b)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < b->nthreads; i++) {
+		err = pthread_create(&b->threads[i].thread, NULL, bench_worker,
+				     &b->threads[i]);
 		if (err) {
 			tool_err("cannot start a thread: %s", strerror(err));
 			break;
 		}
-		started++;
 	}
+	return i;
+}
 
-	end = start + (uint64_t)(cfg->time_s * 1e9);
-	next_tick = start + 1000000000ull;
-	last_ns = start;
-	while (started == b.nthreads) {
+/**
+ * struct bench_ticker - what the once-a-second progress compares with
+ * @start: start of the run, CLOCK_MONOTONIC nanoseconds
+ * @last_ns: time of the last tick
+ * @last_ops: requests completed at the last tick
+ * @last_path_ops: per path, requests completed at the last tick
+ * @hist: two scratch histograms (bench_tick_p99())
+ */
+struct bench_ticker {
+	uint64_t start;
+	uint64_t last_ns;
+	uint64_t last_ops;
+	uint64_t last_path_ops[IBTRS_MAX_PATHS];
+	struct hist hist[2];
+};
+
+/**
+ * bench_tick() - report the progress of the last second
+ * @b: the benchmark
+ * @tk: the previous tick; updated
+ * @now: the time
+ */
+static void bench_tick(struct bench *b, struct bench_ticker *tk, uint64_t now)
+{
+	const struct bench_cfg *cfg = b->cfg;
+	struct bench_tick tick;
+	uint64_t ops = BENCH_SUM(b, read_ops) + BENCH_SUM(b, write_ops);
+	double dt = (double)(now - tk->last_ns) / 1e9;
+
+	memset(&tick, 0, sizeof(tick));
+	tick.elapsed = (double)(now - tk->start) / 1e9;
+	tick.ops = ops;
+	tick.iops = (double)(ops - tk->last_ops) / dt;
+	tick.mbps = tick.iops * cfg->bs / 1e6;
+	tick.p99_us = bench_tick_p99(b, tk->hist);
+	tick.errors = BENCH_SUM(b, errors);
+	tick.verify_failures = BENCH_SUM(b, vfail);
+	tick.sess = b->sess;
+	bench_tick_paths(b, &tick, tk->last_path_ops);
+	if (cfg->progress)
+		cfg->progress(cfg->progress_arg, &tick);
+	tk->last_ops = ops;
+	tk->last_ns = now;
+}
+
+/**
+ * bench_wait() - let the run go for its time, ticking once a second
+ * @b: the benchmark, its threads started
+ * @tk: the ticker, its @start set
+ *
+ * Return: when the time is over or SIGINT or SIGTERM came.
+ */
+static void bench_wait(struct bench *b, struct bench_ticker *tk)
+{
+	uint64_t end = tk->start + (uint64_t)(b->cfg->time_s * 1e9);
+	uint64_t next_tick = tk->start + 1000000000ull;
+
+	tk->last_ns = tk->start;
+	for (;;) {
 		uint64_t now = tool_now_ns();
 		uint64_t until = next_tick < end ? next_tick : end;
 
@@ -1598,62 +1648,163 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 			break;
 		now = tool_now_ns();
 		if (now >= next_tick && now < end) {
-			struct bench_tick tick;
-			uint64_t ops = BENCH_SUM(&b, read_ops) +
-				       BENCH_SUM(&b, write_ops);
-			double dt = (double)(now - last_ns) / 1e9;
-
-			memset(&tick, 0, sizeof(tick));
-			tick.elapsed = (double)(now - start) / 1e9;
-			tick.ops = ops;
-			tick.iops = (double)(ops - last_ops) / dt;
-			tick.mbps = tick.iops * cfg->bs / 1e6;
-			tick.p99_us = bench_tick_p99(&b, tick_hist);
-			tick.errors = BENCH_SUM(&b, errors);
-			tick.verify_failures = BENCH_SUM(&b, vfail);
-			tick.sess = b.sess;
-			bench_tick_paths(&b, &tick, last_path_ops);
-			if (cfg->progress)
-				cfg->progress(cfg->progress_arg, &tick);
-			last_ops = ops;
-			last_ns = now;
+			bench_tick(b, tk, now);
 			while (next_tick <= now)
 				next_tick += 1000000000ull;
 		}
 	}
+}
 
-	__atomic_store_n(&b.stop, 1, __ATOMIC_RELEASE);
+/**
+ * bench_stop() - stop the submitters and wait for them
+ * @b: the benchmark
+ * @started: threads started
+ */
+static void bench_stop(struct bench *b, unsigned int started)
+{
+	unsigned int i;
+
+	__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
 	/* The time from the last completion to the end is a gap, too. */
-	stop_ns = tool_now_ns();
-	last_done = __atomic_load_n(&b.last_done_ns, __ATOMIC_RELAXED);
-	if (last_done)
-		bench_note_gap(&b, stop_ns);
-	for (i = 0; i < b.nthreads; i++) {
-		pthread_mutex_lock(&b.threads[i].lock);
-		pthread_cond_broadcast(&b.threads[i].cond);
-		pthread_mutex_unlock(&b.threads[i].lock);
+	if (__atomic_load_n(&b->last_done_ns, __ATOMIC_RELAXED))
+		bench_note_gap(b, tool_now_ns());
+	for (i = 0; i < b->nthreads; i++) {
+		pthread_mutex_lock(&b->threads[i].lock);
+		pthread_cond_broadcast(&b->threads[i].cond);
+		pthread_mutex_unlock(&b->threads[i].lock);
 	}
 	for (i = 0; i < started; i++)
-		bench_join(&b.threads[i]);
-	res->time_s = (double)(tool_now_ns() - start) / 1e9;
-	if (b.dev && cfg->verify && started == b.nthreads)
-		bench_final_verify(&b, res);
-	tool_cpu_us(&clt_user1, &clt_sys1);
-	res->clt_user_s = (double)(clt_user1 - clt_user0) / 1e6;
-	res->clt_sys_s = (double)(clt_sys1 - clt_sys0) / 1e6;
-	bench_paths(&b, res);
-	/* Only over a connected path: the answer must not wait for a
-	 * reconnect or a failover timeout. */
-	for (i = 0; i < res->path_cnt && srv_ok; i++) {
+		bench_join(&b->threads[i]);
+}
+
+/**
+ * struct bench_cpu - CPU time at the start of a run, microseconds
+ * @clt_user: this process, user
+ * @clt_sys: this process, system
+ * @srv_ok: the server reported its CPU time
+ * @srv_user: the server, user
+ * @srv_sys: the server, system
+ */
+struct bench_cpu {
+	uint64_t clt_user, clt_sys;
+	bool srv_ok;
+	uint64_t srv_user, srv_sys;
+};
+
+/**
+ * bench_cpu_start() - take the CPU times at the start of a run
+ * @b: the benchmark
+ * @c: filled with the times
+ */
+static void bench_cpu_start(struct bench *b, struct bench_cpu *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->srv_ok = !bench_srv_cpu(b, &c->srv_user, &c->srv_sys);
+	tool_cpu_us(&c->clt_user, &c->clt_sys);
+}
+
+/**
+ * bench_cpu_end() - the CPU time of this process during a run
+ * @c: the times at the start
+ * @res: the result
+ */
+static void bench_cpu_end(const struct bench_cpu *c, struct bench_res *res)
+{
+	uint64_t user, sys;
+
+	tool_cpu_us(&user, &sys);
+	res->clt_user_s = (double)(user - c->clt_user) / 1e6;
+	res->clt_sys_s = (double)(sys - c->clt_sys) / 1e6;
+}
+
+/**
+ * bench_srv_cpu_end() - the server's CPU time of a run
+ * @b: the benchmark
+ * @c: the times at the start
+ * @res: the result, its paths filled (bench_paths())
+ *
+ * Asked only over a connected path: the answer must not wait for a
+ * reconnect or a failover timeout.
+ */
+static void bench_srv_cpu_end(struct bench *b, const struct bench_cpu *c,
+			      struct bench_res *res)
+{
+	uint64_t user, sys;
+	size_t i;
+
+	for (i = 0; i < res->path_cnt && c->srv_ok; i++) {
 		if (res->paths[i].st.state != IBTRS_PATH_CONNECTED)
 			continue;
-		if (!bench_srv_cpu(&b, &srv_user1, &srv_sys1)) {
+		if (!bench_srv_cpu(b, &user, &sys)) {
 			res->srv_cpu = true;
-			res->srv_user_s = (double)(srv_user1 - srv_user0) / 1e6;
-			res->srv_sys_s = (double)(srv_sys1 - srv_sys0) / 1e6;
+			res->srv_user_s = (double)(user - c->srv_user) / 1e6;
+			res->srv_sys_s = (double)(sys - c->srv_sys) / 1e6;
 		}
 		break;
 	}
+}
+
+/**
+ * bench_run() - run a benchmark
+ * @cfg: what to run
+ * @res: filled with the result
+ *
+ * Blocks for @cfg->time_s seconds, or until SIGINT or SIGTERM (which the
+ * caller must have blocked, see tool_signals_init()).
+ *
+ * Return: 0 when the run took place (failed requests are counted in @res),
+ * TOOL_EXIT_USAGE or TOOL_EXIT_FAIL after reporting why it could not.
+ */
+int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
+{
+	struct bench b = { .cfg = cfg };
+	struct bench_ticker *tk = NULL;
+	struct bench_addrs addrs;
+	struct bench_cpu cpu;
+	unsigned int i, qd, started = 0;
+	uint64_t per_thread;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (!cfg->path_cnt || cfg->path_cnt > IBTRS_MAX_PATHS || !cfg->bs ||
+	    !cfg->threads || !cfg->qd) {
+		tool_err("invalid benchmark configuration");
+		return TOOL_EXIT_USAGE;
+	}
+	bench_geometry(cfg, TOOL_TARGET_SIZE / cfg->bs, &per_thread, &qd);
+	if (!per_thread && !cfg->export_name) {
+		tool_err(
+			"--bs %u too large for %u threads on a %llu MiB target",
+			cfg->bs, cfg->threads, TOOL_TARGET_SIZE >> 20);
+		return TOOL_EXIT_USAGE;
+	}
+	ret = bench_open(&b, &addrs);
+	if (ret)
+		return ret;
+	ret = bench_target(&b, res, &per_thread, &qd);
+	if (ret)
+		goto out_close;
+
+	ret = TOOL_EXIT_FAIL;
+	tk = calloc(1, sizeof(*tk));
+	if (!tk) {
+		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
+		goto out_close;
+	}
+	if (bench_alloc(&b, per_thread, qd))
+		goto out_close;
+	bench_cpu_start(&b, &cpu);
+	tk->start = tool_now_ns();
+	started = bench_spawn(&b);
+	if (started == b.nthreads)
+		bench_wait(&b, tk);
+	bench_stop(&b, started);
+	res->time_s = (double)(tool_now_ns() - tk->start) / 1e9;
+	if (b.dev && cfg->verify && started == b.nthreads)
+		bench_final_verify(&b, res);
+	bench_cpu_end(&cpu, res);
+	bench_paths(&b, res);
+	bench_srv_cpu_end(&b, &cpu, res);
 	if (started == b.nthreads)
 		ret = 0;
 
@@ -1668,610 +1819,6 @@ out_close:
 	for (i = 0; b.threads && i < b.nthreads; i++)
 		bench_thread_free(&b.threads[i]);
 	free(b.threads);
-	free(tick_hist);
-	return ret;
-}
-
-/**
- * usage_bench() - print the help of "ibtrs bench"
- * @f: output stream
- */
-void usage_bench(FILE *f)
-{
-	fprintf(f,
-		"Usage: %s bench --path ADDR [--path ADDR ...] [OPTIONS]\n"
-		"\n"
-		"Load an \"%s server\" with requests over one session of one or more\n"
-		"paths and report throughput and latency: its memory target, or\n"
-		"with --export one of its ibnbd block devices.\n"
-		"\n"
-		"Options:\n"
-		"  --path ADDR        a path: ip:DST or ip:SRC,ip:DST (up to %d)\n"
-		"  --export NAME      run against the ibnbd export NAME of the server\n"
-		"                     (\"server --export NAME=PATH\"): block requests,\n"
-		"                     offsets within its size; opened read-only\n"
-		"                     with --rw read. --verify then checks only\n"
-		"                     blocks this run wrote, and reads every one of\n"
-		"                     them back at the end\n"
-		"  --port N           server port where a path names none (default %u)\n"
-		"  --rw MODE          read, write or randrw (default randrw)\n"
-		"  --bs BYTES         request size, k/m suffixes (default %u)\n"
-		"  --qd N             requests in flight (default %u)\n"
-		"  --threads N        submitter threads (default %u)\n"
-		"  --submit MODE      who submits the next request when one\n"
-		"                     completes: callback (the completion callback,\n"
-		"                     on the library's thread; default) or thread\n"
-		"                     (the submitter threads, woken per batch)\n"
-		"  --time SEC         run time in seconds (default %g)\n"
-		"  --io-cons N        I/O connections per path, 1..8 (default 1)\n"
-		"  --busy-poll US     the session's thread polls US microseconds\n"
-		"                     after an event before it sleeps (default 0)\n"
-		"  --busy-poll-adaptive\n"
-		"                     poll for a window of at most US that\n"
-		"                     adapts: open while events come closer\n"
-		"                     together than US, closed while further apart\n"
-		"  --verify           write patterns and check every read\n"
-		"  --transport NAME   backend: tcp (default) or ofi (libfabric)\n"
-		"  --policy P         multipath policy: rr, min-inflight or min-latency\n"
-		"                     (default min-inflight)\n"
-		"  --hb-timeout MS    declare a silent path dead after MS ms, %u..%u\n"
-		"                     (default 1000)\n"
-		"  --reconnect-delay SEC\n"
-		"                     seconds between reconnect tries, 0..255 (default 1)\n"
-		"  --max-reconnects N reconnect tries of a failed path, -1 forever\n"
-		"                     (default -1)\n"
-		"  --failover-timeout MS\n"
-		"                     how long a request of a failed path may wait for a\n"
-		"                     path, 0..%u (default 30000); with --export also\n"
-		"                     how long a request waits for a path at all\n"
-		"  --json             print the result as one JSON object\n"
-		"  --events           with --json, add the session's event log\n"
-		"  --interval-json    print one JSON line per second on stderr\n"
-		"  --quiet            no progress and no warnings\n"
-		"  --sessname NAME    session name (default %s-bench-PID)\n"
-		"  -h, --help         show this help\n"
-		"\n"
-		"The environment variable IBTRS_FAULT injects faults, e.g.\n"
-		"IBTRS_FAULT=1:drop@2000 cuts path 1 two seconds after the start.\n"
-		"\n"
-		"Exit status: 0 when every request succeeded and verified and none was\n"
-		"lost, 1 when one failed, 2 for usage errors.\n",
-		TOOL_NAME, TOOL_NAME, IBTRS_MAX_PATHS, IBTRS_DEFAULT_PORT,
-		BENCH_DEFAULT_BS, BENCH_DEFAULT_QD, BENCH_DEFAULT_THREADS,
-		BENCH_DEFAULT_TIME, BENCH_MIN_HB_TIMEOUT_MS,
-		BENCH_MAX_TIMEOUT_MS, BENCH_MAX_TIMEOUT_MS, TOOL_NAME);
-}
-
-/**
- * struct bench_prog - what "ibtrs bench" prints once per second
- * @tty: a progress line for humans on stderr
- * @json: a JSON line on stderr (--interval-json)
- */
-struct bench_prog {
-	bool tty;
-	bool json;
-};
-
-/**
- * bench_progress() - progress of "ibtrs bench" on stderr
- * @arg: the struct bench_prog
- * @tick: the progress
- */
-static void bench_progress(void *arg, const struct bench_tick *tick)
-{
-	const struct bench_prog *prog = arg;
-	char line[128 + IBTRS_MAX_PATHS * 24];
-	size_t i, n;
-
-	if (prog->json) {
-		/* One write per line, not to interleave with warnings. */
-		n = (size_t)snprintf(
-			line, sizeof(line),
-			"{\"t\":%.3f,\"iops\":%.1f,\"p99_us\":%.1f,"
-			"\"paths\":[",
-			tick->elapsed, tick->iops, tick->p99_us);
-		for (i = 0; i < tick->path_cnt && n < sizeof(line); i++)
-			n += (size_t)snprintf(
-				line + n, sizeof(line) - n, "%s%llu",
-				i ? "," : "",
-				(unsigned long long)tick->path_ops[i]);
-		if (n < sizeof(line))
-			snprintf(line + n, sizeof(line) - n, "]}");
-		fprintf(stderr, "%s\n", line);
-		fflush(stderr);
-	}
-	if (prog->tty)
-		fprintf(stderr,
-			"[%6.1fs] %10.0f IOPS %10.2f MB/s  ops %llu  errors %llu  verify failures %llu\n",
-			tick->elapsed, tick->iops, tick->mbps,
-			(unsigned long long)tick->ops,
-			(unsigned long long)tick->errors,
-			(unsigned long long)tick->verify_failures);
-}
-
-/* CPU time per request in microseconds, or -1 without requests. */
-static double bench_us_per_req(const struct bench_res *res, double user_s,
-			       double sys_s)
-{
-	return res->ops ? (user_s + sys_s) * 1e6 / (double)res->ops : -1.0;
-}
-
-/**
- * bench_print_cpu_json() - the "cpu" member of the JSON result
- * @res: the result
- *
- * Per request: (user + sys) / requests; "server" is null when the server
- * did not report its CPU time.
- */
-static void bench_print_cpu_json(const struct bench_res *res)
-{
-	printf(",\"cpu\":{\"client\":{\"user_s\":%.3f,\"sys_s\":%.3f,"
-	       "\"us_per_req\":%.3f},\"server\":",
-	       res->clt_user_s, res->clt_sys_s,
-	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s));
-	if (res->srv_cpu)
-		printf("{\"user_s\":%.3f,\"sys_s\":%.3f,\"us_per_req\":%.3f}",
-		       res->srv_user_s, res->srv_sys_s,
-		       bench_us_per_req(res, res->srv_user_s, res->srv_sys_s));
-	else
-		printf("null");
-	printf("}");
-}
-
-/**
- * bench_print_json() - print a result as one JSON object on stdout
- * @cfg: the configuration
- * @res: the result
- */
-static void bench_print_json(const struct bench_cfg *cfg,
-			     const struct bench_res *res)
-{
-	const struct bench_path_res *p;
-	size_t i;
-
-	printf("{\"iops\":%.1f,\"mbps\":%.3f,"
-	       "\"lat_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f},"
-	       "\"ops\":%llu,\"read_ops\":%llu,\"write_ops\":%llu,"
-	       "\"bytes\":%llu,\"errors\":%llu,\"verify_failures\":%llu,"
-	       "\"lost\":%llu,\"max_gap_ms\":%.1f,"
-	       "\"time_s\":%.3f,\"bs\":%u,\"qd\":%u,\"threads\":%u,\"rw\":",
-	       res->iops, res->mbps, res->p50_us, res->p99_us, res->p999_us,
-	       (unsigned long long)res->ops, (unsigned long long)res->read_ops,
-	       (unsigned long long)res->write_ops,
-	       (unsigned long long)res->bytes, (unsigned long long)res->errors,
-	       (unsigned long long)res->verify_failures,
-	       (unsigned long long)res->lost, res->max_gap_ms, res->time_s,
-	       cfg->bs, cfg->qd, cfg->threads);
-	tool_json_str(stdout, bench_rw_str(cfg->rw));
-	printf(",\"submit\":");
-	tool_json_str(stdout, bench_submit_str(cfg->submit));
-	printf(",\"callback_submits\":%llu",
-	       (unsigned long long)res->cb_submits);
-	printf(",\"busy_poll_us\":%u,\"busy_poll_adaptive\":%s",
-	       cfg->busy_poll_us, cfg->busy_poll_adaptive ? "true" : "false");
-	printf(",\"policy\":");
-	tool_json_str(stdout, res->policy);
-	printf(",\"target\":");
-	if (cfg->export_name) {
-		printf("{\"export\":");
-		tool_json_str(stdout, cfg->export_name);
-		printf(",\"size\":%llu,\"logical_block_size\":%u",
-		       (unsigned long long)res->export_size, res->export_lbs);
-		if (cfg->verify)
-			printf(",\"final_verified\":%llu",
-			       (unsigned long long)res->final_verified);
-		printf("}");
-	} else {
-		printf("{\"memory\":true,\"size\":%llu}", TOOL_TARGET_SIZE);
-	}
-	printf(",\"paths\":[");
-	for (i = 0; i < res->path_cnt; i++) {
-		p = &res->paths[i];
-		printf("%s{\"addr\":", i ? "," : "");
-		tool_json_str(stdout, p->addr);
-		printf(",\"state\":");
-		tool_json_str(stdout, ibtrs_path_state_str(p->st.state));
-		printf(",\"ops\":%llu,\"rd_ops\":%llu,\"wr_ops\":%llu,"
-		       "\"errors\":%llu,\"failovers\":%llu,"
-		       "\"reconnect_attempts\":%llu,\"reconnects\":%llu,"
-		       "\"hb_rtt_us\":%llu,"
-		       "\"lat_us\":{\"p50\":%llu,\"p99\":%llu,\"p999\":%llu}}",
-		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
-		       (unsigned long long)p->st.rd_ops,
-		       (unsigned long long)p->st.wr_ops,
-		       (unsigned long long)p->st.errors,
-		       (unsigned long long)p->st.failovers,
-		       (unsigned long long)p->st.reconnect_attempts,
-		       (unsigned long long)p->st.reconnects,
-		       (unsigned long long)p->st.hb_rtt_us,
-		       (unsigned long long)p->st.lat_p50_us,
-		       (unsigned long long)p->st.lat_p99_us,
-		       (unsigned long long)p->st.lat_p999_us);
-	}
-	printf("]");
-	bench_print_cpu_json(res);
-	if (cfg->events) {
-		printf(",\"events\":[");
-		for (i = 0; i < res->event_cnt; i++) {
-			const struct ibtrs_event *ev = &res->events[i];
-			char msg[sizeof(ev->msg) + 1];
-
-			snprintf(msg, sizeof(msg), "%.*s", (int)sizeof(ev->msg),
-				 ev->msg);
-			printf("%s{\"ts\":%llu.%06llu,\"path\":%d,\"msg\":",
-			       i ? "," : "",
-			       (unsigned long long)(ev->ts_ns / 1000000000ull),
-			       (unsigned long long)(ev->ts_ns % 1000000000ull /
-						    1000),
-			       ev->path);
-			tool_json_str(stdout, msg);
-			printf("}");
-		}
-		printf("]");
-	}
-	printf("}\n");
-}
-
-/**
- * bench_print_table() - print a result for humans on stdout
- * @cfg: the configuration
- * @res: the result
- */
-static void bench_print_table(const struct bench_cfg *cfg,
-			      const struct bench_res *res)
-{
-	const struct bench_path_res *p;
-	size_t i;
-
-	printf("%s bench: rw=%s bs=%u qd=%u threads=%u submit=%s policy=%s time=%.2fs%s\n",
-	       TOOL_NAME, bench_rw_str(cfg->rw), cfg->bs, cfg->qd, cfg->threads,
-	       bench_submit_str(cfg->submit), res->policy, res->time_s,
-	       cfg->verify ? " verify" : "");
-	if (cfg->export_name)
-		printf("target: export '%s', %llu bytes, logical block %u\n",
-		       cfg->export_name, (unsigned long long)res->export_size,
-		       res->export_lbs);
-	else
-		printf("target: memory, %llu MiB\n", TOOL_TARGET_SIZE >> 20);
-	printf("%12s %10s %10s %10s %10s %12s %8s %8s\n", "IOPS", "MB/s",
-	       "p50 us", "p99 us", "p99.9 us", "ops", "errors", "vfail");
-	printf("%12.0f %10.2f %10.1f %10.1f %10.1f %12llu %8llu %8llu\n",
-	       res->iops, res->mbps, res->p50_us, res->p99_us, res->p999_us,
-	       (unsigned long long)res->ops, (unsigned long long)res->errors,
-	       (unsigned long long)res->verify_failures);
-	printf("reads %llu, writes %llu, %llu bytes, lost %llu, longest gap %.1f ms",
-	       (unsigned long long)res->read_ops,
-	       (unsigned long long)res->write_ops,
-	       (unsigned long long)res->bytes, (unsigned long long)res->lost,
-	       res->max_gap_ms);
-	if (cfg->verify)
-		printf(", %llu reads verified, verify failures: %llu",
-		       (unsigned long long)res->verified,
-		       (unsigned long long)res->verify_failures);
-	if (cfg->verify && cfg->export_name)
-		printf(", %llu written blocks read back at the end",
-		       (unsigned long long)res->final_verified);
-	printf("\nCPU per request: client %.2f us (user %.2f s, sys %.2f s)",
-	       bench_us_per_req(res, res->clt_user_s, res->clt_sys_s),
-	       res->clt_user_s, res->clt_sys_s);
-	if (res->srv_cpu)
-		printf(", server %.2f us (user %.2f s, sys %.2f s)",
-		       bench_us_per_req(res, res->srv_user_s, res->srv_sys_s),
-		       res->srv_user_s, res->srv_sys_s);
-	else
-		printf(", server n/a");
-	printf("\n\n%-40s %-14s %12s %9s %10s %10s\n", "path", "state", "ops",
-	       "failovers", "reconnects", "p99 us");
-	for (i = 0; i < res->path_cnt; i++) {
-		p = &res->paths[i];
-		printf("%-40s %-14s %12llu %9llu %10llu %10llu\n", p->addr,
-		       ibtrs_path_state_str(p->st.state),
-		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
-		       (unsigned long long)p->st.failovers,
-		       (unsigned long long)p->st.reconnects,
-		       (unsigned long long)p->st.lat_p99_us);
-	}
-	if (cfg->events) {
-		printf("\nevents:\n");
-		for (i = 0; i < res->event_cnt; i++)
-			bench_print_event(stdout, &res->events[i]);
-	}
-}
-
-/**
- * bench_bad_value() - report an option value that is not accepted
- * @opt: the option name, without dashes
- * @val: the value given
- * @want: what is expected
- *
- * Return: TOOL_EXIT_USAGE.
- */
-static int bench_bad_value(const char *opt, const char *val, const char *want)
-{
-	tool_err("invalid --%s '%s': expected %s", opt, val, want);
-	return TOOL_EXIT_USAGE;
-}
-
-enum {
-	OPT_PATH = 256,
-	OPT_PORT,
-	OPT_RW,
-	OPT_BS,
-	OPT_QD,
-	OPT_THREADS,
-	OPT_TIME,
-	OPT_VERIFY,
-	OPT_JSON,
-	OPT_QUIET,
-	OPT_SESSNAME,
-	OPT_POLICY,
-	OPT_HB_TIMEOUT,
-	OPT_RECONNECT_DELAY,
-	OPT_MAX_RECONNECTS,
-	OPT_FAILOVER_TIMEOUT,
-	OPT_EVENTS,
-	OPT_INTERVAL_JSON,
-	OPT_TRANSPORT,
-	OPT_SUBMIT,
-	OPT_IO_CONS,
-	OPT_BUSY_POLL,
-	OPT_BUSY_POLL_ADAPTIVE,
-	OPT_EXPORT,
-};
-
-/**
- * cmd_bench() - "ibtrs bench"
- * @argc: argument count, argv[0] is "bench"
- * @argv: arguments
- *
- * Return: exit status.
- */
-int cmd_bench(int argc, char *argv[])
-{
-	static const struct option longopts[] = {
-		{ "path", required_argument, NULL, OPT_PATH },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "rw", required_argument, NULL, OPT_RW },
-		{ "bs", required_argument, NULL, OPT_BS },
-		{ "qd", required_argument, NULL, OPT_QD },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "time", required_argument, NULL, OPT_TIME },
-		{ "verify", no_argument, NULL, OPT_VERIFY },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "quiet", no_argument, NULL, OPT_QUIET },
-		{ "sessname", required_argument, NULL, OPT_SESSNAME },
-		{ "policy", required_argument, NULL, OPT_POLICY },
-		{ "hb-timeout", required_argument, NULL, OPT_HB_TIMEOUT },
-		{ "transport", required_argument, NULL, OPT_TRANSPORT },
-		{ "submit", required_argument, NULL, OPT_SUBMIT },
-		{ "io-cons", required_argument, NULL, OPT_IO_CONS },
-		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
-		{ "busy-poll-adaptive", no_argument, NULL,
-		  OPT_BUSY_POLL_ADAPTIVE },
-		{ "reconnect-delay", required_argument, NULL,
-		  OPT_RECONNECT_DELAY },
-		{ "max-reconnects", required_argument, NULL,
-		  OPT_MAX_RECONNECTS },
-		{ "failover-timeout", required_argument, NULL,
-		  OPT_FAILOVER_TIMEOUT },
-		{ "events", no_argument, NULL, OPT_EVENTS },
-		{ "export", required_argument, NULL, OPT_EXPORT },
-		{ "interval-json", no_argument, NULL, OPT_INTERVAL_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *paths[IBTRS_MAX_PATHS];
-	struct bench_prog prog = { .tty = false };
-	struct bench_cfg cfg;
-	struct bench_res *res;
-	bool json = false;
-	uint64_t v;
-	int c, ret;
-
-	bench_cfg_init(&cfg);
-	cfg.paths = paths;
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_PATH:
-			if (cfg.path_cnt == IBTRS_MAX_PATHS) {
-				tool_err("too many --path options (at most %d)",
-					 IBTRS_MAX_PATHS);
-				return TOOL_EXIT_USAGE;
-			}
-			paths[cfg.path_cnt++] = optarg;
-			break;
-		case OPT_PORT:
-			if (tool_parse_uint(optarg, 1, 65535, &v))
-				return bench_bad_value("port", optarg,
-						       "1..65535");
-			cfg.port = (uint16_t)v;
-			break;
-		case OPT_RW:
-			if (!strcmp(optarg, "read"))
-				cfg.rw = BENCH_READ;
-			else if (!strcmp(optarg, "write"))
-				cfg.rw = BENCH_WRITE;
-			else if (!strcmp(optarg, "randrw"))
-				cfg.rw = BENCH_RANDRW;
-			else
-				return bench_bad_value("rw", optarg,
-						       "read, write or randrw");
-			break;
-		case OPT_BS:
-			if (tool_parse_size(optarg, 1, TOOL_TARGET_SIZE, &v))
-				return bench_bad_value(
-					"bs", optarg,
-					"a size of 1..64m bytes, e.g. 4k");
-			cfg.bs = (uint32_t)v;
-			break;
-		case OPT_QD:
-			if (tool_parse_uint(optarg, 1, BENCH_MAX_QD, &v))
-				return bench_bad_value("qd", optarg,
-						       "1..65536");
-			cfg.qd = (uint32_t)v;
-			break;
-		case OPT_THREADS:
-			if (tool_parse_uint(optarg, 1, BENCH_MAX_THREADS, &v))
-				return bench_bad_value("threads", optarg,
-						       "1..256");
-			cfg.threads = (uint32_t)v;
-			break;
-		case OPT_SUBMIT:
-			if (!strcmp(optarg, "callback"))
-				cfg.submit = BENCH_SUBMIT_CALLBACK;
-			else if (!strcmp(optarg, "thread"))
-				cfg.submit = BENCH_SUBMIT_THREAD;
-			else
-				return bench_bad_value("submit", optarg,
-						       "callback or thread");
-			break;
-		case OPT_TIME:
-			if (tool_parse_seconds(optarg, &cfg.time_s))
-				return bench_bad_value(
-					"time", optarg,
-					"a positive number of seconds");
-			break;
-		case OPT_VERIFY:
-			cfg.verify = true;
-			break;
-		case OPT_JSON:
-			json = true;
-			break;
-		case OPT_QUIET:
-			cfg.quiet = true;
-			break;
-		case OPT_SESSNAME:
-			if (!optarg[0] || strlen(optarg) >= NAME_MAX ||
-			    strchr(optarg, '/'))
-				return bench_bad_value(
-					"sessname", optarg,
-					"1..254 bytes without '/'");
-			cfg.sessname = optarg;
-			break;
-		case OPT_POLICY:
-			if (!strcmp(optarg, "rr") ||
-			    !strcmp(optarg, "round-robin"))
-				cfg.policy = IBTRS_MP_ROUND_ROBIN;
-			else if (!strcmp(optarg, "min-inflight"))
-				cfg.policy = IBTRS_MP_MIN_INFLIGHT;
-			else if (!strcmp(optarg, "min-latency"))
-				cfg.policy = IBTRS_MP_MIN_LATENCY;
-			else
-				return bench_bad_value(
-					"policy", optarg,
-					"rr, min-inflight or min-latency");
-			break;
-		case OPT_IO_CONS:
-			if (tool_parse_uint(optarg, 1, IBTRS_MAX_IO_CONS, &v))
-				return bench_bad_value("io-cons", optarg,
-						       "1..8");
-			cfg.io_cons = (uint32_t)v;
-			break;
-		case OPT_BUSY_POLL:
-			if (tool_parse_uint(optarg, 0, IBTRS_MAX_BUSY_POLL_US,
-					    &v))
-				return bench_bad_value(
-					"busy-poll", optarg,
-					"0..1000000 microseconds");
-			cfg.busy_poll_us = (uint32_t)v;
-			break;
-		case OPT_BUSY_POLL_ADAPTIVE:
-			cfg.busy_poll_adaptive = true;
-			break;
-		case OPT_HB_TIMEOUT:
-			if (tool_parse_uint(optarg, BENCH_MIN_HB_TIMEOUT_MS,
-					    BENCH_MAX_TIMEOUT_MS, &v))
-				return bench_bad_value(
-					"hb-timeout", optarg,
-					"100..3600000 milliseconds");
-			cfg.hb_timeout_ms = (uint32_t)v;
-			break;
-		case OPT_RECONNECT_DELAY:
-			if (tool_parse_uint(optarg, 0, UINT8_MAX, &v))
-				return bench_bad_value("reconnect-delay",
-						       optarg,
-						       "0..255 seconds");
-			cfg.reconnect_delay_s = (uint8_t)v;
-			break;
-		case OPT_MAX_RECONNECTS:
-			if (!strcmp(optarg, "-1"))
-				v = UINT64_MAX;
-			else if (tool_parse_uint(optarg, 0, INT16_MAX, &v))
-				return bench_bad_value("max-reconnects", optarg,
-						       "-1 or 0..32767");
-			cfg.max_reconnects = v == UINT64_MAX ? -1 : (int16_t)v;
-			break;
-		case OPT_FAILOVER_TIMEOUT:
-			if (tool_parse_uint(optarg, 0, BENCH_MAX_TIMEOUT_MS,
-					    &v))
-				return bench_bad_value(
-					"failover-timeout", optarg,
-					"0..3600000 milliseconds");
-			cfg.failover_timeout_ms = (uint32_t)v;
-			break;
-		case OPT_EVENTS:
-			cfg.events = true;
-			break;
-		case OPT_EXPORT:
-			if (!optarg[0] || strlen(optarg) > IBNBD_NAME_MAX ||
-			    strchr(optarg, '/'))
-				return bench_bad_value(
-					"export", optarg,
-					"an export name of 1..255 bytes without '/'");
-			cfg.export_name = optarg;
-			break;
-		case OPT_INTERVAL_JSON:
-			prog.json = true;
-			break;
-		case OPT_TRANSPORT:
-			cfg.backend = optarg;
-			break;
-		case 'h':
-			usage_bench(stdout);
-			return TOOL_EXIT_OK;
-		default:
-			return tool_opt_error("bench", c, argv, longopts);
-		}
-	}
-	if (optind < argc) {
-		tool_err("unexpected argument '%s' (try '%s bench --help')",
-			 argv[optind], TOOL_NAME);
-		return TOOL_EXIT_USAGE;
-	}
-	if (!cfg.path_cnt) {
-		tool_err("missing --path (try '%s bench --help')", TOOL_NAME);
-		return TOOL_EXIT_USAGE;
-	}
-	if (!tool_busy_poll_ok(cfg.busy_poll_us, cfg.busy_poll_adaptive))
-		return TOOL_EXIT_USAGE;
-	if (cfg.qd < cfg.threads)
-		cfg.qd = cfg.threads;
-	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO);
-	if (prog.tty || prog.json) {
-		cfg.progress = bench_progress;
-		cfg.progress_arg = &prog;
-	}
-
-	/* Large (it holds the event log): not on the stack. */
-	res = malloc(sizeof(*res));
-	if (!res) {
-		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
-		return TOOL_EXIT_FAIL;
-	}
-	ret = bench_run(&cfg, res);
-	if (ret) {
-		free(res);
-		return ret;
-	}
-	if (json)
-		bench_print_json(&cfg, res);
-	else
-		bench_print_table(&cfg, res);
-	fflush(stdout);
-	ret = res->errors || res->verify_failures || res->lost ? TOOL_EXIT_FAIL
-							       : TOOL_EXIT_OK;
-	free(res);
+	free(tk);
 	return ret;
 }

@@ -2,48 +2,92 @@
 /*
  * hist.c - log-linear latency histogram (see hist.h).
  */
-#include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "hist.h"
+#include "util.h"
 
-/**
- * hist_index() - bucket of a value
- * @v: the value
- *
- * Return: the bucket index, below HIST_BUCKETS.
- */
-static unsigned int hist_index(uint64_t v)
+unsigned int hist_bucket(uint64_t v, unsigned int bits, unsigned int nb)
 {
-	unsigned int msb, shift;
+	unsigned int shift, idx;
 
-	if (v < HIST_SUB)
-		return (unsigned int)v;
-	msb = 63 - (unsigned int)__builtin_clzll(v);
-	shift = msb - HIST_SUB_BITS;
-	return (shift + 1) * HIST_SUB + (unsigned int)(v >> shift) - HIST_SUB;
+	if (v < (1ull << bits))
+		return v < nb ? (unsigned int)v : nb - 1;
+	shift = 63u - (unsigned int)__builtin_clzll(v) - bits;
+	idx = (shift + 1) << bits;
+	idx += (unsigned int)(v >> shift) - (1u << bits);
+	return idx < nb ? idx : nb - 1;
 }
 
-/**
- * hist_bucket_range() - values a bucket holds
- * @idx: bucket index
- * @lo: filled with the smallest value of the bucket
- * @hi: filled with the largest value of the bucket
- */
-static void hist_bucket_range(unsigned int idx, uint64_t *lo, uint64_t *hi)
+uint64_t hist_bucket_low(unsigned int idx, unsigned int bits)
 {
-	unsigned int shift;
-	uint64_t sub;
+	unsigned int sub = 1u << bits;
 
-	if (idx < HIST_SUB) {
-		*lo = idx;
-		*hi = idx;
-		return;
+	if (idx < sub)
+		return idx;
+	return (uint64_t)(sub + idx % sub) << (idx / sub - 1);
+}
+
+uint64_t hist_quantile(const uint64_t *counts, unsigned int nb,
+		       unsigned int bits, double q)
+{
+	uint64_t total = 0, want, seen = 0;
+	unsigned int i;
+
+	for (i = 0; i < nb; i++)
+		total += counts[i];
+	if (!total)
+		return 0;
+	want = (uint64_t)(q * (double)total + 0.5);
+	if (want < 1)
+		want = 1;
+	for (i = 0; i < nb; i++) {
+		seen += counts[i];
+		if (seen >= want) {
+			uint64_t lo = hist_bucket_low(i, bits);
+			uint64_t hi = i + 1 < nb ? hist_bucket_low(i + 1, bits)
+						 : lo;
+
+			return lo + (hi - lo) / 2;
+		}
 	}
-	shift = idx / HIST_SUB - 1;
-	sub = idx % HIST_SUB + HIST_SUB;
-	*lo = sub << shift;
-	*hi = *lo + ((1ull << shift) - 1);
+	return hist_bucket_low(nb - 1, bits);
+}
+
+unsigned int ibtrs_hist_bucket(uint64_t ns)
+{
+	return hist_bucket(ns, IBTRS_HIST_BITS, IBTRS_HIST_BUCKETS);
+}
+
+uint64_t ibtrs_hist_bucket_low(unsigned int idx)
+{
+	return hist_bucket_low(idx, IBTRS_HIST_BITS);
+}
+
+void ibtrs_hist_add(struct ibtrs_hist *h, uint64_t ns)
+{
+	ibtrs_counter_add(&h->b[ibtrs_hist_bucket(ns)], 1);
+}
+
+void ibtrs_hist_reset(struct ibtrs_hist *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++)
+		atomic_store_explicit(&h->b[i], 0, memory_order_relaxed);
+}
+
+uint64_t ibtrs_hist_quantile(const struct ibtrs_hist *h, double q)
+{
+	uint64_t counts[IBTRS_HIST_BUCKETS];
+	unsigned int i;
+
+	/* A copy, so that the walk sees the total it computed. */
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++)
+		counts[i] =
+			atomic_load_explicit(&h->b[i], memory_order_relaxed);
+	return hist_quantile(counts, IBTRS_HIST_BUCKETS, IBTRS_HIST_BITS, q);
 }
 
 /**
@@ -66,7 +110,7 @@ void hist_init(struct hist *h)
  */
 void hist_add(struct hist *h, uint64_t v)
 {
-	unsigned int i = hist_index(v);
+	unsigned int i = hist_bucket(v, HIST_SUB_BITS, HIST_BUCKETS);
 	double sum = h->sum + (double)v;
 
 	__atomic_store_n(&h->buckets[i], h->buckets[i] + 1, __ATOMIC_RELAXED);
@@ -142,31 +186,17 @@ void hist_merge(struct hist *dst, const struct hist *src)
  * @h: the histogram
  * @p: the share, 0..100
  *
- * Return: the middle of the bucket holding the percentile, clamped to the
- * recorded minimum and maximum; 0 for an empty histogram.
+ * Return: hist_quantile() of the buckets, clamped to the recorded minimum
+ * and maximum; 0 for an empty histogram.
  */
 double hist_percentile(const struct hist *h, double p)
 {
-	uint64_t rank, seen = 0, lo, hi;
-	unsigned int i;
 	double v;
 
 	if (!h->count)
 		return 0;
-	rank = (uint64_t)ceil(p / 100.0 * (double)h->count);
-	if (rank < 1)
-		rank = 1;
-	if (rank > h->count)
-		rank = h->count;
-	for (i = 0; i < HIST_BUCKETS; i++) {
-		seen += h->buckets[i];
-		if (seen >= rank)
-			break;
-	}
-	if (i == HIST_BUCKETS)
-		return (double)h->max;
-	hist_bucket_range(i, &lo, &hi);
-	v = ((double)lo + (double)hi) / 2;
+	v = (double)hist_quantile(h->buckets, HIST_BUCKETS, HIST_SUB_BITS,
+				  p / 100.0);
 	if (v < (double)h->min)
 		v = (double)h->min;
 	if (v > (double)h->max)
