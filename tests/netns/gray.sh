@@ -136,6 +136,10 @@ scenario_slow() {
 	start_server || return 1
 	run_bench slow 120
 	skip=0
+	# Path 1 in use first (its connect may take a retry under loss).
+	wait_lines slow 'l["paths"][1] > 0' ||
+		echo "slow: path 1 carried nothing (going on)"
+	skip=$(nlines slow)
 	# Demoted: a second in which path 1 carried under 1 % (60 s at most).
 	wait_lines slow 'l["paths"][0] > 0 and l["paths"][1] * 100 < sum(l["paths"])' ||
 		echo "slow: path 1 still carries 1 % or more (going on)"
@@ -238,6 +242,10 @@ table inet ibtrs_loss {
 EOF
 	run_bench lossy 120
 	skip=0
+	# Path 1 in use first (its connect may take a retry under loss).
+	wait_lines lossy 'l["paths"][1] > 0' ||
+		echo "lossy: path 1 carried nothing (going on)"
+	skip=$(nlines lossy)
 	wait_lines lossy 'l["paths"][0] > 0 and l["paths"][1] * 100 < sum(l["paths"])' ||
 		echo "lossy: path 1 still carries 1 % or more (going on)"
 	end_bench
