@@ -73,7 +73,9 @@ void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j);
 /*
  * Tick lateness: how much longer than its period the gap before the tick
  * now running was (the loop thread did not run: preempted, stopped, busy
- * in a long batch), 0 if it came on time. Loop thread, from the tick.
+ * in a long batch), 0 if it came on time, and always 0 while a test clock
+ * is injected (ibtrs_set_test_clock()): the test decides what time passed.
+ * Loop thread, from the tick.
  */
 uint64_t ibtrs_loop_tick_late_ns(const struct ibtrs_loop *loop);
 
