@@ -46,6 +46,8 @@ struct ibtrs_loop {
 };
 
 static uint64_t (*_Atomic test_clock)(void);
+/* The lateness of the tick running on this thread (timer_cb()). */
+static __thread uint64_t tick_late_tls;
 static void (*_Atomic test_sleep_hook)(struct ibtrs_loop *loop);
 
 void ibtrs_set_test_sleep_hook(void (*fn)(struct ibtrs_loop *loop))
@@ -156,6 +158,7 @@ static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
 	loop->tick_late_ns = gap > loop->tick_every_ns + loop->tick_every_ns / 2
 				     ? gap - loop->tick_every_ns
 				     : 0;
+	tick_late_tls = loop->tick_late_ns;
 	if (loop->tick_late_ns) {
 		atomic_fetch_add_explicit(&loop->late_ns, loop->tick_late_ns,
 					  memory_order_relaxed);
@@ -492,9 +495,9 @@ uint64_t ibtrs_loop_kicks(struct ibtrs_loop *loop)
 	return atomic_load_explicit(&loop->kicks, memory_order_relaxed);
 }
 
-uint64_t ibtrs_loop_tick_late_ns(const struct ibtrs_loop *loop)
+uint64_t ibtrs_loop_tick_late_ns(void)
 {
-	return loop->tick_late_ns;
+	return tick_late_tls;
 }
 
 uint64_t ibtrs_loop_late_ns(struct ibtrs_loop *loop, uint64_t *ticks)

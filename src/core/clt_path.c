@@ -960,7 +960,7 @@ void clt_tick(void *arg)
 {
 	struct ibtrs_clt *sess = arg;
 	uint64_t now = ibtrs_now_ns();
-	uint64_t late = ibtrs_loop_tick_late_ns(sess->loop);
+	uint64_t late = ibtrs_loop_tick_late_ns();
 	unsigned int i, n = atomic_load(&sess->path_cnt);
 	unsigned int alive = 0, nsilent = 0;
 	struct clt_path *silent[IBTRS_MAX_PATHS];

@@ -1002,7 +1002,7 @@ static void srv_tick(void *arg)
 {
 	struct ibtrs_srv_ctx *ctx = arg;
 	uint64_t now = ibtrs_now_ns();
-	uint64_t late = ibtrs_loop_tick_late_ns(ctx->loop);
+	uint64_t late = ibtrs_loop_tick_late_ns();
 	struct ibtrs_srv *sess, *next_sess;
 	unsigned int alive = 0, silent = 0;
 
