@@ -582,6 +582,14 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                      together than that and closes while they come
  *                      further apart: polls under load, sleeps at once
  *                      when idle (default false)
+ * @no_path_timeout_ms: how long a new request may wait for a path when
+ *                      none is connected but one is connecting or being
+ *                      reconnected: ibtrs_clt_request() then returns 0
+ *                      and the request is posted as soon as a path is up,
+ *                      or completes with -ECONNABORTED when the time is
+ *                      up or no path is left to wait for; bounded by the
+ *                      tags, as every request. 0 (the default): such a
+ *                      request fails at once with -ENOTCONN (appended)
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -604,6 +612,7 @@ struct ibtrs_clt_opts {
 	bool no_control;
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
+	uint32_t no_path_timeout_ms;
 };
 
 /**
@@ -664,6 +673,12 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state);
  *                                         microseconds, since the last reset
  * @lat_max_us: the longest request latency since the last reset,
  *              microseconds (appended: set @size to see it)
+ * @demoted: the path is connected but sick (gray failure: far slower than
+ *           the others, or lossy): it gets no new requests but probes
+ *           while another path is healthy (appended)
+ * @demote_reason: "slow" or "lossy" while @demoted, else "" (appended)
+ * @demotions: times the path was demoted (appended)
+ * @readmissions: times it was re-admitted after probation (appended)
  */
 struct ibtrs_path_stats {
 	size_t size;
@@ -685,6 +700,10 @@ struct ibtrs_path_stats {
 	uint64_t lat_p99_us;
 	uint64_t lat_p999_us;
 	uint64_t lat_max_us;
+	bool demoted;
+	char demote_reason[16];
+	uint64_t demotions;
+	uint64_t readmissions;
 };
 
 /**

@@ -31,6 +31,11 @@ struct ibtrs_loop {
 	bool sleeping; /* under @lock: waits in epoll_wait with a timeout */
 	void (*tick)(void *arg);
 	void *tick_arg;
+	uint64_t tick_every_ns;	  /* the tick's period */
+	uint64_t tick_last_ns;	  /* real clock at the last tick, 0: none */
+	uint64_t tick_late_ns;	  /* loop thread: this tick's lateness */
+	_Atomic uint64_t late_ns; /* sum of every tick's lateness */
+	_Atomic uint64_t late_ticks;
 	_Atomic uint32_t busy_poll_us; /* spin this long after an event */
 	_Atomic bool busy_adaptive;    /* ...at most, see loop_adapt() */
 	_Atomic uint64_t empty_polls;  /* spins that found nothing */
@@ -41,6 +46,8 @@ struct ibtrs_loop {
 };
 
 static uint64_t (*_Atomic test_clock)(void);
+/* The lateness of the tick running on this thread (timer_cb()). */
+static __thread uint64_t tick_late_tls;
 static void (*_Atomic test_sleep_hook)(struct ibtrs_loop *loop);
 
 void ibtrs_set_test_sleep_hook(void (*fn)(struct ibtrs_loop *loop))
@@ -132,9 +139,32 @@ static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
 				      offsetof(struct ibtrs_loop, timer));
 	uint64_t v;
 
+	uint64_t now, gap;
+
 	(void)events;
 	if (read(src->fd, &v, sizeof(v)) != sizeof(v))
 		return;
+	/* How much later than its period this tick came: time in which the
+	 * loop did not run (preempted, stopped, a long batch), so time that
+	 * proves nothing about a peer. The real clock: it is the thread's
+	 * own time, whatever a test does to ibtrs_now_ns(). */
+	now = ibtrs_real_now_ns();
+	gap = loop->tick_last_ns ? now - loop->tick_last_ns : 0;
+	loop->tick_last_ns = now;
+	/* Timer jitter is not a stall: half a period of slack. A test that
+	 * moves its own clock decides what time passed: no lateness then. */
+	if (atomic_load_explicit(&test_clock, memory_order_relaxed))
+		gap = 0;
+	loop->tick_late_ns = gap > loop->tick_every_ns + loop->tick_every_ns / 2
+				     ? gap - loop->tick_every_ns
+				     : 0;
+	tick_late_tls = loop->tick_late_ns;
+	if (loop->tick_late_ns) {
+		atomic_fetch_add_explicit(&loop->late_ns, loop->tick_late_ns,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&loop->late_ticks, 1,
+					  memory_order_relaxed);
+	}
 	loop->tick(loop->tick_arg);
 }
 
@@ -306,6 +336,7 @@ int ibtrs_loop_create(struct ibtrs_loop **loopp, const char *name,
 		its.it_value = its.it_interval;
 		loop->tick = tick;
 		loop->tick_arg = arg;
+		loop->tick_every_ns = (uint64_t)tick_ms * 1000000;
 		loop->timer.fd = timerfd_create(CLOCK_MONOTONIC,
 						TFD_CLOEXEC | TFD_NONBLOCK);
 		if (loop->timer.fd < 0) {
@@ -450,11 +481,31 @@ void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j)
 	json_u64(j, "empty_polls", ibtrs_loop_empty_polls(loop));
 	json_u64(j, "kicks", ibtrs_loop_kicks(loop));
 	json_obj_end(j);
+	json_obj_begin(j, "tick");
+	json_u64(j, "late_ticks",
+		 atomic_load_explicit(&loop->late_ticks, memory_order_relaxed));
+	json_u64(j, "late_ms",
+		 atomic_load_explicit(&loop->late_ns, memory_order_relaxed) /
+			 1000000);
+	json_obj_end(j);
 }
 
 uint64_t ibtrs_loop_kicks(struct ibtrs_loop *loop)
 {
 	return atomic_load_explicit(&loop->kicks, memory_order_relaxed);
+}
+
+uint64_t ibtrs_loop_tick_late_ns(void)
+{
+	return tick_late_tls;
+}
+
+uint64_t ibtrs_loop_late_ns(struct ibtrs_loop *loop, uint64_t *ticks)
+{
+	if (ticks)
+		*ticks = atomic_load_explicit(&loop->late_ticks,
+					      memory_order_relaxed);
+	return atomic_load_explicit(&loop->late_ns, memory_order_relaxed);
 }
 
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop)

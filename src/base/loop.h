@@ -70,6 +70,22 @@ uint64_t ibtrs_loop_poll_window_ns(struct ibtrs_loop *loop);
  */
 void ibtrs_loop_status(struct ibtrs_loop *loop, struct json *j);
 
+/*
+ * Tick lateness: how much longer than its period the gap before the tick
+ * now running on this thread was (the loop thread did not run: preempted,
+ * stopped, busy in a long batch), 0 if it came on time, and always 0 while a
+ * test clock is injected (ibtrs_set_test_clock()): the test decides what time
+ * passed. From the tick: it needs no loop pointer, which the tick may run
+ * before its creator has stored.
+ */
+uint64_t ibtrs_loop_tick_late_ns(void);
+
+/*
+ * The sum of every tick's lateness since the loop's creation, and in
+ * *@ticks (if not NULL) how many ticks came late; any thread.
+ */
+uint64_t ibtrs_loop_late_ns(struct ibtrs_loop *loop, uint64_t *ticks);
+
 /* Polls of a busy-polling loop that found nothing, since its creation. */
 uint64_t ibtrs_loop_empty_polls(struct ibtrs_loop *loop);
 

@@ -311,6 +311,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	sess->max_reconnect_attempts = o->max_reconnect_attempts;
 	ibtrs_hb_init(&sess->hb, o->hb_timeout_ms);
 	sess->failover_timeout_ns = (uint64_t)o->failover_timeout_ms * 1000000;
+	sess->no_path_timeout_ns = (uint64_t)o->no_path_timeout_ms * 1000000;
 	atomic_init(&sess->policy, o->policy);
 	sess->pending_tail = &sess->pending;
 	pthread_mutex_init(&sess->paths_lock, NULL);
@@ -553,6 +554,13 @@ int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 	v.lat_p99_us = ibtrs_hist_quantile(&path->hist, 0.99) / 1000;
 	v.lat_p999_us = ibtrs_hist_quantile(&path->hist, 0.999) / 1000;
 	v.lat_max_us = ibtrs_hist_quantile(&path->hist, 1.0) / 1000;
+	v.demoted = atomic_load(&path->demoted);
+	snprintf(v.demote_reason, sizeof(v.demote_reason), "%s",
+		 v.demoted
+			 ? clt_gray_reason_str(atomic_load(&path->gray_reason))
+			 : "");
+	v.demotions = atomic_load(&path->demotions);
+	v.readmissions = atomic_load(&path->readmissions);
 	memcpy(st, &v, v.size);
 	return 0;
 }

@@ -147,7 +147,31 @@ struct clt_path {
 	_Atomic uint64_t errors, proto_errors, failovers;
 	_Atomic uint64_t reconnect_attempts, reconnects, hb_rtt_ns;
 	struct ibtrs_hist hist;
+
+	/* gray failure (clt_path.c): written on the loop thread */
+	_Atomic bool demoted;	 /* no new requests but probes */
+	_Atomic bool lat_band;	 /* min-latency: among the fastest */
+	_Atomic int gray_reason; /* enum clt_gray_reason of the demotion */
+	_Atomic uint64_t demotions, readmissions;
+	unsigned int gray_bad;	     /* bad windows in a row */
+	unsigned int gray_good;	     /* good windows in a row, demoted */
+	unsigned int gray_probation; /* good windows to be re-admitted */
+	uint64_t gray_since_ns;	     /* demoted or re-admitted at */
+	uint64_t gray_p50_ns;	     /* cost, last window (gray_measure) */
+	uint64_t gray_inflight_sum, gray_ticks; /* inflight, this window */
+	uint64_t gray_n;		  /* requests of the last window */
+	uint64_t gray_segs, gray_retrans; /* backend counters, last window */
+	uint64_t gray_snap[IBTRS_HIST_BUCKETS];
 };
+
+/* Why a path was demoted. */
+enum clt_gray_reason {
+	CLT_GRAY_NONE,
+	CLT_GRAY_SLOW,	/* latency far above the other paths' */
+	CLT_GRAY_LOSSY, /* the backend retransmits */
+};
+
+const char *clt_gray_reason_str(int reason);
 
 /* A region registered with ibtrs_clt_mem_reg(). */
 struct ibtrs_mem {
@@ -189,6 +213,7 @@ struct ibtrs_clt {
 	int16_t max_reconnect_attempts;
 	struct ibtrs_hb hb;
 	uint64_t failover_timeout_ns;
+	uint64_t no_path_timeout_ns; /* a new request waits for a path */
 	_Atomic int policy;
 
 	struct clt_path *paths[IBTRS_MAX_PATHS];
@@ -198,6 +223,8 @@ struct ibtrs_clt {
 
 	/* loop thread */
 	unsigned int paths_up;
+	bool hb_held;	      /* every path silent: held one tick */
+	uint64_t gray_win_ns; /* the gray failure window began */
 	bool opened;
 	struct clt_req *pending; /* orphaned requests, oldest first */
 	struct clt_req **pending_tail;

@@ -146,6 +146,10 @@ static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 	json_u64(j, "reconnect_attempts", st.reconnect_attempts);
 	json_u64(j, "reconnects", st.reconnects);
 	json_u64(j, "hb_rtt_us", st.hb_rtt_us);
+	json_bool(j, "demoted", st.demoted);
+	json_str(j, "demote_reason", st.demote_reason);
+	json_u64(j, "demotions", st.demotions);
+	json_u64(j, "readmissions", st.readmissions);
 	json_obj_begin(j, "lat_us");
 	json_u64(j, "p50", st.lat_p50_us);
 	json_u64(j, "p99", st.lat_p99_us);

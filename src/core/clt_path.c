@@ -647,44 +647,357 @@ void clt_connector_stop(struct ibtrs_clt *sess)
 }
 
 /* ------------------------------------------------------------------ */
-/* tick: heartbeats, delayed responses, pending deadlines, faults      */
+/* tick: heartbeats, gray failure, delayed responses, pending deadlines */
 
-static void tick_path(struct ibtrs_clt *sess, struct clt_path *path,
-		      uint64_t now)
+/* What already arrived on @path is life: deliver it now (hb.h). */
+static void path_drain(struct clt_path *path)
 {
-	char why[64];
+	unsigned int i;
 
-	if (path_state(path) != IBTRS_PATH_CONNECTED)
-		return;
+	for (i = 0; i < path->con_num; i++)
+		if (path->cons[i].xcon &&
+		    path_state(path) == IBTRS_PATH_CONNECTED)
+			path->sess->ops->drain(path->cons[i].xcon);
+}
+
+/*
+ * The heartbeat of one connected path, the loop @late_ns late. True if the
+ * path is silent even after its receive side was drained: the verdict is
+ * then in @why, for clt_tick() to act on.
+ */
+static bool tick_path(struct ibtrs_clt *sess, struct clt_path *path,
+		      uint64_t now, uint64_t late_ns, char *why, size_t len)
+{
 	/* A dropping path sends no heartbeat, as a cut cable would not. */
-	switch (ibtrs_hb_tick(&sess->hb, now, path->last_rx_ns,
-			      &path->last_hb_tx_ns,
-			      !clt_fault_hit(path, CLT_FAULT_CTL_TX, NULL), why,
-			      sizeof(why))) {
+	bool may_send = !clt_fault_hit(path, CLT_FAULT_CTL_TX, NULL);
+	enum ibtrs_hb_action a;
+
+	ibtrs_hb_credit(now, late_ns, &path->last_rx_ns);
+	a = ibtrs_hb_tick(&sess->hb, now, path->last_rx_ns,
+			  &path->last_hb_tx_ns, may_send, why, len);
+	if (a == IBTRS_HB_DEAD) {
+		path_drain(path);
+		if (path_state(path) != IBTRS_PATH_CONNECTED)
+			return false;
+		a = ibtrs_hb_tick(&sess->hb, now, path->last_rx_ns,
+				  &path->last_hb_tx_ns, may_send, why, len);
+	}
+	switch (a) {
 	case IBTRS_HB_DEAD:
-		clt_path_fail(path, why);
-		return;
+		return true;
 	case IBTRS_HB_SEND:
 		if (!path->hb_sent_ns)
 			path->hb_sent_ns = now;
 		sess->ops->post_write(path->cons[0].xcon, NULL, 0, 0, 0,
 				      ibtrs_imm_hb(IBTRS_IMM_HB), WR_ID_HB,
 				      IBTRS_XPRT_IMM);
-		return;
+		return false;
 	case IBTRS_HB_NONE:
+		return false;
+	}
+	return false;
+}
+
+/*
+ * Gray failure: a path alive but sick. Every CLT_GRAY_WINDOW_MS (or tick,
+ * if longer) each connected path is judged over the window just ended:
+ * bad if its cost, the median request latency divided by the mean of
+ * the requests in flight on it (so that a loaded path and an idle one
+ * compare), is above CLT_GRAY_FACTOR times and CLT_GRAY_FLOOR_US more
+ * than the best other healthy path's (each with
+ * CLT_GRAY_MIN_REQS requests at least), or if the backend retransmitted
+ * CLT_GRAY_LOSS_PCT % of what it sent (of CLT_GRAY_MIN_SEGS at least;
+ * 1 % of any amount on a demoted path). CLT_GRAY_BAD_WINDOWS bad windows in
+ * a row demote it while another path is healthy: the policy gives it only
+ * its probes (path.h), heartbeats go on. A demoted path is judged on its
+ * probes (one is enough): good only if their cost is within 3/2 of the
+ * best other path's plus CLT_GRAY_FLOOR_US. A window without a probe
+ * counts neither way; one without evidence against a path in use is
+ * good. After its probation of good windows in a row
+ * it is re-admitted; a path demoted again within CLT_GRAY_FLAP_MS of its
+ * re-admission serves a probation twice as long, up to
+ * CLT_GRAY_PROBATION_MAX windows.
+ */
+#define CLT_GRAY_WINDOW_MS 500
+#define CLT_GRAY_FACTOR 4
+#define CLT_GRAY_FLOOR_US 1000
+#define CLT_GRAY_MIN_REQS 4
+#define CLT_GRAY_LOSS_PCT 2
+#define CLT_GRAY_MIN_SEGS 64
+#define CLT_GRAY_BAD_WINDOWS 3
+#define CLT_GRAY_PROBATION 6
+#define CLT_GRAY_PROBATION_MAX 48
+#define CLT_GRAY_FLAP_MS 30000
+
+const char *clt_gray_reason_str(int reason)
+{
+	switch (reason) {
+	case CLT_GRAY_SLOW:
+		return "slow";
+	case CLT_GRAY_LOSSY:
+		return "lossy";
+	default:
+		return "";
+	}
+}
+
+/* Loop thread: a path not connected starts afresh when it is again. */
+static void gray_reset(struct clt_path *path)
+{
+	uint64_t n;
+
+	if (atomic_load(&path->demoted)) {
+		atomic_store(&path->demoted, false);
+		atomic_store(&path->gray_reason, CLT_GRAY_NONE);
+		clt_event(path->sess, (int)path->idx,
+			  "%s: no longer demoted: not connected",
+			  path_name(path));
+	}
+	path->gray_bad = path->gray_good = 0;
+	path->gray_p50_ns = path->gray_n = 0;
+	path->gray_inflight_sum = path->gray_ticks = 0;
+	path->gray_segs = path->gray_retrans = 0;
+	atomic_store_explicit(&path->lat_band, false, memory_order_relaxed);
+	ibtrs_hist_window(&path->hist, path->gray_snap, 0.5, &n);
+}
+
+/* The window just ended for @path: latency, and whether it lost data. */
+static bool gray_measure(struct clt_path *path, uint64_t *dsegs,
+			 uint64_t *dretrans)
+{
+	const struct ibtrs_xprt_ops *ops = path->sess->ops;
+	struct ibtrs_xprt_health h;
+	uint64_t segs = 0, retrans = 0;
+	bool have = false;
+	unsigned int i;
+
+	path->gray_p50_ns = ibtrs_hist_window(&path->hist, path->gray_snap, 0.5,
+					      &path->gray_n);
+	/* Little's law: a request's latency on a loaded path is mostly its
+	 * wait behind the others in flight. Per request in flight it is
+	 * the path's own cost, the same loaded or idle. */
+	if (path->gray_ticks && path->gray_inflight_sum > path->gray_ticks)
+		path->gray_p50_ns = path->gray_p50_ns * path->gray_ticks /
+				    path->gray_inflight_sum;
+	path->gray_inflight_sum = path->gray_ticks = 0;
+	for (i = 0; i < path->con_num; i++) {
+		if (!path->cons[i].xcon || ops->health(path->cons[i].xcon, &h))
+			continue;
+		segs += h.segs_out;
+		retrans += h.retrans;
+		have = true;
+	}
+	if (!have)
+		return false;
+	/* Connections renewed since: counters start again. */
+	*dsegs = segs >= path->gray_segs ? segs - path->gray_segs : segs;
+	*dretrans = retrans >= path->gray_retrans ? retrans - path->gray_retrans
+						  : retrans;
+	path->gray_segs = segs;
+	path->gray_retrans = retrans;
+	if (atomic_load(&path->demoted))
+		return *dretrans && *dretrans * 100 >= *dsegs;
+	return *dsegs >= CLT_GRAY_MIN_SEGS &&
+	       *dretrans * 100 >= *dsegs * CLT_GRAY_LOSS_PCT;
+}
+
+/* The best median of the healthy connected paths but @self; 0: none. */
+static uint64_t gray_best_other(struct ibtrs_clt *sess,
+				const struct clt_path *self)
+{
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+	uint64_t best = 0;
+
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		if (p == self || path_state(p) != IBTRS_PATH_CONNECTED ||
+		    atomic_load(&p->demoted) || p->gray_n < CLT_GRAY_MIN_REQS)
+			continue;
+		if (!best || p->gray_p50_ns < best)
+			best = p->gray_p50_ns;
+	}
+	return best;
+}
+
+/* A connected path that is not demoted and was not bad this window. */
+static bool gray_other_healthy(struct ibtrs_clt *sess,
+			       const struct clt_path *self)
+{
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		if (p != self && path_state(p) == IBTRS_PATH_CONNECTED &&
+		    !atomic_load(&p->demoted) && !p->gray_bad)
+			return true;
+	}
+	return false;
+}
+
+static void gray_judge(struct ibtrs_clt *sess, struct clt_path *path,
+		       bool lossy, uint64_t dsegs, uint64_t dretrans,
+		       uint64_t now)
+{
+	bool demoted = atomic_load(&path->demoted);
+	uint64_t best = gray_best_other(sess, path);
+	uint64_t floor = CLT_GRAY_FLOOR_US * 1000ull;
+	bool slow;
+
+	/* Hysteresis: a demoted path's probes run without a queue, so they
+	 * must be about as fast as the loaded healthy paths to count good;
+	 * a path in use is bad only when far slower. */
+	if (demoted)
+		slow = best && path->gray_n &&
+		       path->gray_p50_ns > best + best / 2 + floor;
+	else
+		slow = best && path->gray_n >= CLT_GRAY_MIN_REQS &&
+		       path->gray_p50_ns > best * CLT_GRAY_FACTOR &&
+		       path->gray_p50_ns > best + floor;
+	/* No probe in this window: no evidence for the probation. */
+	if (demoted && !path->gray_n && !lossy)
+		return;
+	if (!slow && !lossy) {
+		path->gray_bad = 0;
+		if (demoted && ++path->gray_good >= path->gray_probation) {
+			atomic_store(&path->demoted, false);
+			atomic_store(&path->gray_reason, CLT_GRAY_NONE);
+			atomic_fetch_add(&path->readmissions, 1);
+			clt_event(
+				sess, (int)path->idx,
+				"%s: re-admitted: %u good windows after %llu ms demoted",
+				path_name(path), path->gray_good,
+				(unsigned long long)(now -
+						     path->gray_since_ns) /
+					1000000);
+			path->gray_since_ns = now;
+			path->gray_good = 0;
+		}
 		return;
 	}
+	path->gray_good = 0;
+	if (demoted || ++path->gray_bad < CLT_GRAY_BAD_WINDOWS ||
+	    !gray_other_healthy(sess, path))
+		return;
+	/* Demoted again soon after its re-admission: a longer probation. */
+	if (path->gray_probation && path->gray_since_ns &&
+	    now - path->gray_since_ns < CLT_GRAY_FLAP_MS * 1000000ull)
+		path->gray_probation = path->gray_probation * 2 <
+						       CLT_GRAY_PROBATION_MAX
+					       ? path->gray_probation * 2
+					       : CLT_GRAY_PROBATION_MAX;
+	else
+		path->gray_probation = CLT_GRAY_PROBATION;
+	path->gray_since_ns = now;
+	path->gray_bad = 0;
+	atomic_store(&path->gray_reason, slow ? CLT_GRAY_SLOW : CLT_GRAY_LOSSY);
+	atomic_store(&path->demoted, true);
+	atomic_fetch_add(&path->demotions, 1);
+	if (slow)
+		clt_event(
+			sess, (int)path->idx,
+			"%s: demoted: slow: median %llu us over %llu requests, %llu us on the best other path; probation %u windows",
+			path_name(path),
+			(unsigned long long)path->gray_p50_ns / 1000,
+			(unsigned long long)path->gray_n,
+			(unsigned long long)best / 1000, path->gray_probation);
+	else
+		clt_event(
+			sess, (int)path->idx,
+			"%s: demoted: lossy: %llu of %llu segments retransmitted; probation %u windows",
+			path_name(path), (unsigned long long)dretrans,
+			(unsigned long long)dsegs, path->gray_probation);
+}
+
+/* Min-latency hysteresis: who is in the band of the fastest (path.h). */
+static void gray_band(struct ibtrs_clt *sess)
+{
+	struct ibtrs_policy_path pp[IBTRS_MAX_PATHS];
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		memset(&pp[i], 0, sizeof(pp[i]));
+		pp[i].usable = path_state(p) == IBTRS_PATH_CONNECTED &&
+			       !atomic_load(&p->demoted);
+		pp[i].rtt_ns = atomic_load(&p->hb_rtt_ns);
+		pp[i].in_band = atomic_load(&p->lat_band);
+	}
+	ibtrs_policy_band(pp, n);
+	for (i = 0; i < n; i++)
+		atomic_store_explicit(&sess->paths[i]->lat_band, pp[i].in_band,
+				      memory_order_relaxed);
+}
+
+static void gray_tick(struct ibtrs_clt *sess, uint64_t now)
+{
+	uint64_t win = CLT_GRAY_WINDOW_MS * 1000000ull;
+	uint64_t dsegs[IBTRS_MAX_PATHS] = { 0 }, dre[IBTRS_MAX_PATHS] = { 0 };
+	bool lossy[IBTRS_MAX_PATHS] = { false };
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+
+	gray_band(sess);
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		p->gray_inflight_sum += atomic_load(&p->inflight);
+		p->gray_ticks++;
+	}
+	if (!sess->gray_win_ns) {
+		sess->gray_win_ns = now;
+		return;
+	}
+	if (now - sess->gray_win_ns < win)
+		return;
+	sess->gray_win_ns = now;
+	/* Measure every path first: each is judged against the others. */
+	for (i = 0; i < n; i++)
+		if (path_state(sess->paths[i]) == IBTRS_PATH_CONNECTED)
+			lossy[i] = gray_measure(sess->paths[i], &dsegs[i],
+						&dre[i]);
+	for (i = 0; i < n; i++)
+		if (path_state(sess->paths[i]) == IBTRS_PATH_CONNECTED)
+			gray_judge(sess, sess->paths[i], lossy[i], dsegs[i],
+				   dre[i], now);
 }
 
 void clt_tick(void *arg)
 {
 	struct ibtrs_clt *sess = arg;
 	uint64_t now = ibtrs_now_ns();
+	uint64_t late = ibtrs_loop_tick_late_ns();
 	unsigned int i, n = atomic_load(&sess->path_cnt);
+	unsigned int alive = 0, nsilent = 0;
+	struct clt_path *silent[IBTRS_MAX_PATHS];
+	char why[IBTRS_MAX_PATHS][64];
 
 	clt_fault_tick(sess, now);
-	for (i = 0; i < n; i++)
-		tick_path(sess, sess->paths[i], now);
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		if (path_state(p) != IBTRS_PATH_CONNECTED) {
+			if (p->gray_n || p->gray_bad || p->gray_good ||
+			    atomic_load(&p->demoted))
+				gray_reset(p);
+			continue;
+		}
+		alive++;
+		if (tick_path(sess, p, now, late, why[nsilent], sizeof(why[0])))
+			silent[nsilent++] = p;
+	}
+	/* Every path silent on the same tick: this host more likely stalled
+	 * than every peer failed at once (hb.h). */
+	if (ibtrs_hb_hold(alive, nsilent, &sess->hb_held))
+		clt_event(
+			sess, -1,
+			"all %u paths silent at once: a local stall? checked again next tick",
+			nsilent);
+	else
+		for (i = 0; i < nsilent; i++)
+			clt_path_fail(silent[i], why[i]);
+	gray_tick(sess, now);
 	clt_req_tick(sess, now);
 }
 

@@ -189,6 +189,10 @@ int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
 						      memory_order_relaxed);
 		pp[i].rtt_ns = atomic_load_explicit(&p->hb_rtt_ns,
 						    memory_order_relaxed);
+		pp[i].demoted =
+			atomic_load_explicit(&p->demoted, memory_order_relaxed);
+		pp[i].in_band = atomic_load_explicit(&p->lat_band,
+						     memory_order_relaxed);
 	}
 	/* Round robin need not be exact: two submitters racing here may
 	 * take the same turn, which costs less than a locked add on every
@@ -352,6 +356,58 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	return ret;
 }
 
+static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
+			const struct clt_path *from);
+
+struct park_new {
+	struct clt_req *req;
+	int ret;
+};
+
+/*
+ * Loop thread: a new request without a path waits on the parked list. All
+ * of it here, where failover runs: no failover sees the request half
+ * taken, nor reads its last path while it is cleared.
+ */
+static void req_park_new_fn(void *arg)
+{
+	struct park_new *a = arg;
+	struct clt_req *req = a->req;
+	enum clt_req_state s = CLT_REQ_FREE;
+
+	req->path = NULL;
+	req->con = NULL;
+	if (clt_req_change(req, &s, CLT_REQ_INFLIGHT)) {
+		a->ret = -EBUSY;
+		return;
+	}
+	s = CLT_REQ_INFLIGHT;
+	if (clt_req_change(req, &s, CLT_REQ_CLAIMED)) {
+		a->ret = -EINVAL;
+		return;
+	}
+	a->ret = 0;
+	req->deadline_ns = ibtrs_now_ns() + req->sess->no_path_timeout_ns;
+	/* A path may have come up since: posted then, else parked. */
+	req_reroute(req->sess, req, NULL);
+}
+
+/*
+ * No path connected, but one may come back (no_path_timeout_ms): the
+ * loop thread, which owns the parked list, takes the request.
+ */
+static int req_park_new(struct ibtrs_clt *sess, struct clt_req *req,
+			bool on_loop)
+{
+	struct park_new a = { .req = req, .ret = -ENOTCONN };
+
+	if (on_loop)
+		req_park_new_fn(&a);
+	else
+		ibtrs_loop_call(sess->loop, req_park_new_fn, &a);
+	return a.ret;
+}
+
 int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		      struct ibtrs_tag *tag, void *priv,
 		      const struct iovec *vec, size_t nr, size_t len,
@@ -428,6 +484,9 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 		if (ret != -ENOTCONN)
 			return ret;
 	}
+	if (sess->no_path_timeout_ns && !atomic_load(&sess->closing) &&
+	    clt_sess_has_hope(sess))
+		return req_park_new(sess, req, on_loop);
 	return -ENOTCONN;
 }
 

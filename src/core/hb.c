@@ -29,3 +29,22 @@ enum ibtrs_hb_action ibtrs_hb_tick(const struct ibtrs_hb *hb, uint64_t now,
 	*last_tx_ns = now;
 	return IBTRS_HB_SEND;
 }
+
+void ibtrs_hb_credit(uint64_t now, uint64_t late_ns, uint64_t *last_rx_ns)
+{
+	if (*last_rx_ns >= now)
+		return;
+	if (late_ns > now - *last_rx_ns)
+		late_ns = now - *last_rx_ns;
+	*last_rx_ns += late_ns;
+}
+
+bool ibtrs_hb_hold(unsigned int alive, unsigned int silent, bool *held)
+{
+	if (!silent || silent < alive || *held) {
+		*held = false;
+		return false;
+	}
+	*held = true;
+	return true;
+}

@@ -41,4 +41,29 @@ enum ibtrs_hb_action ibtrs_hb_tick(const struct ibtrs_hb *hb, uint64_t now,
 				   uint64_t last_rx_ns, uint64_t *last_tx_ns,
 				   bool may_send, char *why, size_t why_len);
 
+/*
+ * No false verdicts. Silence is evidence against the peer only for time
+ * in which this side could have heard it:
+ *  - time the local loop did not run is not silence: @late_ns, how late
+ *    the tick now running came (ibtrs_loop_tick_late_ns()), moves
+ *    *@last_rx_ns forward by as much (never past @now). Call it each tick
+ *    before ibtrs_hb_tick();
+ *  - a DEAD verdict is first checked against the receive side: the caller
+ *    drains what is already in its sockets or completion queues
+ *    (ibtrs_xprt_ops.drain) and asks ibtrs_hb_tick() again;
+ *  - when every live path of one loop is found silent on the same tick,
+ *    the cause is more likely this host than all the peers at once:
+ *    ibtrs_hb_hold() holds the verdicts for one more tick.
+ * TCP_USER_TIMEOUT stays the kernel's backstop under all of this.
+ */
+void ibtrs_hb_credit(uint64_t now, uint64_t late_ns, uint64_t *last_rx_ns);
+
+/*
+ * After the verdicts of one tick: @silent of the @alive paths of a loop
+ * were found DEAD. True if the caller must hold them back this tick: all
+ * of them at once (and at least one), for the first tick in a row, which
+ * *@held remembers. False (act on them) otherwise; *@held is then clear.
+ */
+bool ibtrs_hb_hold(unsigned int alive, unsigned int silent, bool *held);
+
 #endif /* IBTRS_HB_H */

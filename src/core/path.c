@@ -29,37 +29,115 @@ bool ibtrs_path_transition_ok(enum ibtrs_path_state from,
 	return allowed[from] & (1u << to);
 }
 
+/* An unmeasured path counts as slowest. */
+static uint64_t rtt_of(const struct ibtrs_policy_path *p)
+{
+	return p->rtt_ns ? p->rtt_ns : UINT64_MAX;
+}
+
+unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n)
+{
+	uint64_t min = UINT64_MAX;
+	unsigned int i, cnt = 0;
+
+	for (i = 0; i < n; i++)
+		if (paths[i].usable && rtt_of(&paths[i]) < min)
+			min = rtt_of(&paths[i]);
+	for (i = 0; i < n; i++) {
+		struct ibtrs_policy_path *p = &paths[i];
+		uint64_t lim = p->in_band ? min + min / 2 + 50000
+					  : min + min / 4 + 20000;
+
+		p->in_band = p->usable && min != UINT64_MAX && rtt_of(p) <= lim;
+		cnt += p->in_band;
+	}
+	return cnt;
+}
+
+/* Is @a a better choice than @b by @policy? */
+static bool better(int policy, const struct ibtrs_policy_path *a,
+		   const struct ibtrs_policy_path *b, bool band)
+{
+	if (policy == IBTRS_MP_MIN_LATENCY) {
+		if (band && a->in_band != b->in_band)
+			return a->in_band;
+		/* Outside the band (or without one): the lower RTT. */
+		if ((!band || !a->in_band) && rtt_of(a) != rtt_of(b))
+			return rtt_of(a) < rtt_of(b);
+	}
+	return a->inflight < b->inflight;
+}
+
 int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			unsigned int n, unsigned int *cursor)
 {
-	unsigned int i, start = *cursor;
+	unsigned int i, start = *cursor, healthy = 0, demoted = 0;
+	bool band = false, want_demoted;
 	int best = -1;
 
 	*cursor = start + 1;
+	for (i = 0; i < n; i++) {
+		if (!paths[i].usable)
+			continue;
+		if (paths[i].demoted)
+			demoted++;
+		else
+			healthy++;
+		band |= paths[i].in_band;
+	}
+	/* While a healthy path is usable the demoted ones only get their
+	 * probes; without one, every usable path is as good as any. */
+	want_demoted = healthy && demoted &&
+		       start % IBTRS_POLICY_PROBE_EVERY == 0;
 	for (i = 0; i < n; i++) {
 		unsigned int idx = (start + i) % n;
 		const struct ibtrs_policy_path *p = &paths[idx];
 
 		if (!p->usable)
 			continue;
+		if (healthy && p->demoted != want_demoted)
+			continue;
 		if (policy == IBTRS_MP_ROUND_ROBIN)
 			return (int)idx;
-		if (best < 0) {
+		if (best < 0 || better(policy, p, &paths[best], band))
 			best = (int)idx;
-			continue;
-		}
-		if (policy == IBTRS_MP_MIN_LATENCY) {
-			/* An unmeasured path counts as slowest. */
-			uint64_t a = p->rtt_ns ? p->rtt_ns : UINT64_MAX;
-			uint64_t b = paths[best].rtt_ns ? paths[best].rtt_ns
-							: UINT64_MAX;
-
-			if (a < b ||
-			    (a == b && p->inflight < paths[best].inflight))
-				best = (int)idx;
-		} else if (p->inflight < paths[best].inflight) {
-			best = (int)idx;
-		}
 	}
 	return best;
+}
+
+uint64_t ibtrs_hist_window(const struct ibtrs_hist *h, uint64_t *snap, double q,
+			   uint64_t *n)
+{
+	uint64_t d[IBTRS_HIST_BUCKETS], total = 0, want, seen = 0;
+	bool reset = false;
+	unsigned int i;
+
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		uint64_t v =
+			atomic_load_explicit(&h->b[i], memory_order_relaxed);
+
+		reset |= v < snap[i];
+		d[i] = v - snap[i];
+		snap[i] = v;
+	}
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		if (reset)
+			d[i] = snap[i];
+		total += d[i];
+	}
+	*n = total;
+	if (!total)
+		return 0;
+	want = (uint64_t)(q * (double)total + 0.5);
+	if (want < 1)
+		want = 1;
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		seen += d[i];
+		if (seen >= want)
+			break;
+	}
+	if (i >= IBTRS_HIST_BUCKETS - 1)
+		return ibtrs_hist_bucket_low(IBTRS_HIST_BUCKETS - 1);
+	return ibtrs_hist_bucket_low(i) +
+	       (ibtrs_hist_bucket_low(i + 1) - ibtrs_hist_bucket_low(i)) / 2;
 }

@@ -38,16 +38,51 @@ struct ibtrs_policy_path {
 	bool usable; /* connected and not excluded */
 	uint64_t inflight;
 	uint64_t rtt_ns; /* 0: unknown */
+	bool demoted;	 /* gray: no new requests while others are usable */
+	bool in_band; /* min-latency: among the fastest (ibtrs_policy_band) */
 };
+
+/*
+ * A demoted path still gets one request in this many while healthy paths
+ * are usable: its probes, which measure it for re-admission.
+ */
+#define IBTRS_POLICY_PROBE_EVERY 256u
 
 /*
  * Choose a path among @n by @policy; @cursor is the round-robin position,
  * advanced on each call. Returns the index, or -1 if none is usable.
+ *
+ * Demoted paths are left out while a usable path is not demoted, except
+ * for one call in IBTRS_POLICY_PROBE_EVERY (by @cursor), which chooses
+ * among the demoted ones; with only demoted paths usable they are chosen
+ * as any. Min-latency chooses, among the paths of the band (in_band; all
+ * paths with the lowest known RTT if none is), the one with the fewest
+ * requests in flight, so that paths of about the same latency share the
+ * load.
  */
 int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			unsigned int n, unsigned int *cursor);
 
+/*
+ * Min-latency hysteresis: set paths[i].in_band for the usable paths of
+ * @n whose RTT is close to the lowest: a path joins the band within
+ * RTT <= min * 5/4 + 20 us and leaves it only beyond RTT > min * 3/2 +
+ * 50 us, so that RTTs moving by a few microseconds do not swing the
+ * traffic from path to path. An unmeasured or unusable path is not in
+ * the band. Returns the paths in the band.
+ */
+unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n);
+
 /* The per-path latency histogram (struct ibtrs_hist) lives in hist.h. */
 #include "hist.h"
+
+/*
+ * Value at quantile @q of what was added to @h since the last call with
+ * the same @snap (IBTRS_HIST_BUCKETS counters, zero at first), which is
+ * then brought up to date; *@n gets the number of values. A reset of @h
+ * in between counts as a new start.
+ */
+uint64_t ibtrs_hist_window(const struct ibtrs_hist *h, uint64_t *snap, double q,
+			   uint64_t *n);
 
 #endif /* IBTRS_PATH_H */

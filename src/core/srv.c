@@ -143,6 +143,7 @@ struct ibtrs_srv_ctx {
 	pthread_cond_t cond;
 	unsigned int nr_sessions; /* under @lock */
 	struct ibtrs_hb hb;
+	bool hb_held;	   /* loop thread: every path silent, held one tick */
 	uint64_t mem_used; /* under @lock: what the limit counts */
 	uint64_t grace_ns;
 	_Atomic uint64_t requests, replays, busy, proto_errors, stale;
@@ -938,24 +939,62 @@ drop_empty:
 /* ------------------------------------------------------------------ */
 /* tick: heartbeats, silent paths, sessions past their grace            */
 
-static void srv_tick_path(struct srv_path *path, uint64_t now)
+/*
+ * The heartbeat of one path, the loop @late_ns late; true if it is silent
+ * even after its receive side was drained (hb.h). Acts on nothing but the
+ * heartbeat to send: srv_tick() decides on silent paths.
+ */
+static bool srv_tick_path(struct srv_path *path, uint64_t now, uint64_t late_ns)
 {
 	struct ibtrs_srv_ctx *ctx = path->sess->ctx;
+	bool may_send = path->connected && path->cons[0];
 	char why[64];
+	enum ibtrs_hb_action a;
+	unsigned int i;
 
-	switch (ibtrs_hb_tick(
-		&ctx->hb, now, path->last_rx_ns, &path->last_hb_tx_ns,
-		path->connected && path->cons[0], why, sizeof(why))) {
+	ibtrs_hb_credit(now, late_ns, &path->last_rx_ns);
+	a = ibtrs_hb_tick(&ctx->hb, now, path->last_rx_ns, &path->last_hb_tx_ns,
+			  may_send, why, sizeof(why));
+	if (a == IBTRS_HB_DEAD) {
+		for (i = 0; i < path->nr_cons; i++)
+			if (path->cons[i] && path->cons[i]->xcon)
+				ctx->ops->drain(path->cons[i]->xcon);
+		a = ibtrs_hb_tick(&ctx->hb, now, path->last_rx_ns,
+				  &path->last_hb_tx_ns, may_send, why,
+				  sizeof(why));
+	}
+	switch (a) {
 	case IBTRS_HB_DEAD:
-		path_close(path, why);
-		return;
+		return true;
 	case IBTRS_HB_SEND:
 		ctx->ops->post_write(path->cons[0]->xcon, NULL, 0, 0, 0,
 				     ibtrs_imm_hb(IBTRS_IMM_HB), 0,
 				     IBTRS_XPRT_IMM);
-		return;
+		return false;
 	case IBTRS_HB_NONE:
-		return;
+		return false;
+	}
+	return false;
+}
+
+/* Close the paths still silent: their verdict stands (srv_tick()). */
+static void srv_close_silent(struct ibtrs_srv_ctx *ctx, uint64_t now)
+{
+	struct ibtrs_srv *sess, *next_sess;
+	struct srv_path *path, *next_path;
+	char why[64];
+	uint64_t tx;
+
+	for (sess = ctx->sessions; sess; sess = next_sess) {
+		next_sess = sess->next;
+		for (path = sess->paths; path; path = next_path) {
+			next_path = path->next;
+			tx = path->last_hb_tx_ns;
+			if (ibtrs_hb_tick(&ctx->hb, now, path->last_rx_ns, &tx,
+					  false, why,
+					  sizeof(why)) == IBTRS_HB_DEAD)
+				path_close(path, why);
+		}
 	}
 }
 
@@ -963,16 +1002,29 @@ static void srv_tick(void *arg)
 {
 	struct ibtrs_srv_ctx *ctx = arg;
 	uint64_t now = ibtrs_now_ns();
+	uint64_t late = ibtrs_loop_tick_late_ns();
 	struct ibtrs_srv *sess, *next_sess;
+	unsigned int alive = 0, silent = 0;
 
-	for (sess = ctx->sessions; sess; sess = next_sess) {
-		struct srv_path *path, *next_path;
+	for (sess = ctx->sessions; sess; sess = sess->next) {
+		struct srv_path *path;
 
-		next_sess = sess->next;
-		for (path = sess->paths; path; path = next_path) {
-			next_path = path->next;
-			srv_tick_path(path, now);
+		for (path = sess->paths; path; path = path->next) {
+			alive++;
+			silent += srv_tick_path(path, now, late);
 		}
+	}
+	/* Every path silent on the same tick: more likely this host stalled
+	 * than every client failed at once; one more tick to tell (hb.h). */
+	if (ibtrs_hb_hold(alive, silent, &ctx->hb_held))
+		ibtrs_log(
+			IBTRS_LOG_WARN,
+			"all %u paths silent at once: a local stall? checked again next tick",
+			silent);
+	else if (silent)
+		srv_close_silent(ctx, now);
+	for (sess = ctx->sessions; sess; sess = next_sess) {
+		next_sess = sess->next;
 		/* path_close() may have ended the session; it is then no
 		 * longer in the list, and next_sess is still valid. */
 		if (!sess->closing && !sess->nr_paths && sess->grace_until &&

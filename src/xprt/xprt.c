@@ -151,6 +151,18 @@ static int stub_post_write(struct ibtrs_xprt_con *con, const struct iovec *iov,
 	return -EOPNOTSUPP;
 }
 
+static int stub_drain(struct ibtrs_xprt_con *con)
+{
+	(void)con;
+	return -EOPNOTSUPP;
+}
+
+static int stub_health(struct ibtrs_xprt_con *con, struct ibtrs_xprt_health *h)
+{
+	(void)con, (void)h;
+	return -EOPNOTSUPP;
+}
+
 static int stub_name(struct ibtrs_xprt_con *con, bool peer,
 		     struct sockaddr_storage *ss)
 {
@@ -191,6 +203,8 @@ static void fill_stubs(struct ibtrs_xprt_ops *o)
 	FILL(post_send, stub_post_send);
 	FILL(post_recv, stub_post_recv);
 	FILL(post_write, stub_post_write);
+	FILL(drain, stub_drain);
+	FILL(health, stub_health);
 	FILL(addr_str, stub_addr_str);
 }
 

@@ -142,6 +142,18 @@ struct ibtrs_connreq_info {
 };
 
 /**
+ * struct ibtrs_xprt_health - what a backend knows of a connection's link
+ * @segs_out: segments (or messages) sent since the connection began
+ * @retrans: of those, retransmitted ones, timeouts included
+ * @rtt_us: the backend's smoothed round-trip time, 0 if unknown
+ */
+struct ibtrs_xprt_health {
+	uint64_t segs_out;
+	uint64_t retrans;
+	uint32_t rtt_us;
+};
+
+/**
  * struct ibtrs_xprt_ops - a backend
  *
  * Every slot is filled at registration; slots a backend leaves NULL return
@@ -227,6 +239,16 @@ struct ibtrs_xprt_ops {
 	int (*post_write)(struct ibtrs_xprt_con *con, const struct iovec *iov,
 			  unsigned int cnt, uint64_t raddr, uint32_t rkey,
 			  uint32_t imm, uint64_t wr_id, unsigned int flags);
+
+	/* --- health, loop thread, after start --- */
+	/*
+	 * Deliver now what already arrived on @con, as the loop's next wait
+	 * would, so that a peer is not judged silent while its messages wait
+	 * in a socket or a completion queue. Not from within a completion.
+	 */
+	int (*drain)(struct ibtrs_xprt_con *con);
+	/* Fill @h for @con; -EOPNOTSUPP where the backend cannot tell. */
+	int (*health)(struct ibtrs_xprt_con *con, struct ibtrs_xprt_health *h);
 
 	/* --- diagnostics --- */
 	/* Local and peer address of the connection as text. */

@@ -1138,6 +1138,48 @@ static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 		tcp_flush(c);
 }
 
+/* The receive side now, as an EPOLLIN would run it. */
+static int tcp_drain(struct ibtrs_xprt_con *xcon)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+	bool ready;
+
+	pthread_mutex_lock(&c->sq_lock);
+	ready = c->started && !c->in_rx;
+	pthread_mutex_unlock(&c->sq_lock);
+	if (ready && !c->failed)
+		tcp_con_event(&c->src, EPOLLIN);
+	return 0;
+}
+
+/*
+ * The kernel's struct tcp_info past the part the C library declares, up
+ * to the segment counters (Linux 4.2 on; older kernels return less).
+ */
+struct tcp_info_ext {
+	struct tcp_info base;
+	uint64_t pacing_rate, max_pacing_rate, bytes_acked, bytes_received;
+	uint32_t segs_out, segs_in;
+};
+
+/* Retransmits as the kernel counts them: lost segments and timeouts. */
+static int tcp_health(struct ibtrs_xprt_con *xcon, struct ibtrs_xprt_health *h)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+	struct tcp_info_ext ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return -errno;
+	if (len < sizeof(ti))
+		return -EOPNOTSUPP;
+	h->retrans = ti.base.tcpi_total_retrans;
+	h->segs_out = ti.segs_out;
+	h->rtt_us = ti.base.tcpi_rtt;
+	return 0;
+}
+
 static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 {
 	struct tcp_con *c = to_tcp_con(xcon);
@@ -1472,5 +1514,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
 	.post_send = tcp_post_send,
 	.post_recv = tcp_post_recv,
 	.post_write = tcp_post_write,
+	.drain = tcp_drain,
+	.health = tcp_health,
 	.addr_str = tcp_addr_str,
 };
