@@ -680,9 +680,12 @@ void clt_req_failover(struct clt_path *path)
 		return;
 	for (i = 0; i < sess->queue_depth; i++) {
 		struct clt_req *req = &sess->reqs[i];
-		enum clt_req_state was;
+		enum clt_req_state was = clt_req_state(req);
 
-		if (req->path != path)
+		/* On its way: its submitter set req->path before the state
+		 * that says so (clt_req_post()), and this load sees both. */
+		if (was == CLT_REQ_FREE || was == CLT_REQ_CLAIMED ||
+		    was == CLT_REQ_PENDING || req->path != path)
 			continue;
 		was = clt_req_claim(req);
 		if (was == CLT_REQ_FREE)
