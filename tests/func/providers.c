@@ -9,7 +9,8 @@
  * server on 127.0.0.1; a refused open must come with an errno and a log
  * line naming the provider. On an accepted one a second server on the
  * same port must be refused with EADDRINUSE, and a client session must
- * run: 4 KiB and 128 KiB WRITEs read back and compared. The child's end (exit
+ * run: 4 KiB and 128 KiB WRITEs read back and compared; a second session,
+ * opened before the first closes, still runs one after. The child's end (exit
  * status or signal) and its stderr are checked by the parent. tcp, the
  * provider the suite runs on, must work.
  *
@@ -88,7 +89,7 @@ static void child(const char *prov)
 {
 	static const size_t sizes[] = { 4096, 128 * 1024 };
 	struct ibtrs_tag *tag;
-	struct ibtrs_clt *sess;
+	struct ibtrs_clt *sess, *sess2;
 	struct h_srv srv;
 	unsigned char *wbuf, *rbuf;
 	unsigned int i;
@@ -106,6 +107,8 @@ static void child(const char *prov)
 	CHECK(!srv_open(srv.port));
 	CHECK_EQ(errno, EADDRINUSE);
 	sess = h_clt_open(prov, srv.port, 1, 0, NULL, NULL);
+	/* The sessions of a process share the provider's domain. */
+	sess2 = h_clt_open("second", srv.port, 1, 0, NULL, NULL);
 	tag = ibtrs_clt_get_tag(sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
 	CHECK(tag);
 	wbuf = malloc(sizes[1]);
@@ -124,6 +127,16 @@ static void child(const char *prov)
 	}
 	ibtrs_clt_put_tag(sess, tag);
 	ibtrs_clt_close(sess);
+	/* Closing one leaves the other's domain and registrations working. */
+	tag = ibtrs_clt_get_tag(sess2, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+	CHECK(tag);
+	h_fill(wbuf, sizes[1], 7);
+	memset(rbuf, 0, sizes[1]);
+	CHECK_EQ(h_io(sess2, tag, IBTRS_WRITE, wbuf, sizes[1], 4 << 20, 7), 0);
+	CHECK_EQ(h_io(sess2, tag, IBTRS_READ, rbuf, sizes[1], 4 << 20, 7), 0);
+	CHECK(!memcmp(wbuf, rbuf, sizes[1]));
+	ibtrs_clt_put_tag(sess2, tag);
+	ibtrs_clt_close(sess2);
 	h_srv_stop(&srv);
 	free(wbuf);
 	free(rbuf);

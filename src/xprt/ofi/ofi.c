@@ -167,7 +167,30 @@ struct ofi_cm_sink {
  * @serial: every call into the provider is made under ofi_call_lock
  *	(OFI_CALL, see ofi_quirks)
  */
+/*
+ * A fabric and a domain of a provider, shared by every pd of the process
+ * on it. A provider keeps its progress state, sockets and wait objects per
+ * domain: with a domain per session a server of a few hundred sessions on
+ * tcp fell behind, dropped sessions by heartbeat timeout, and the client's
+ * next connection found no session (ENXIO). Registration keys are issued
+ * here, so they are unique across the pds that share the domain.
+ */
+struct ofi_dom {
+	struct ofi_dom *next;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	unsigned int refs;
+	_Atomic uint32_t next_key;
+};
+
+/* The shared domains, under ofi_dom_lock. */
+static struct ofi_dom *ofi_doms;
+static pthread_mutex_t ofi_dom_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct ofi_pd {
+	struct ofi_dom *dom;
+	/* of dom, copied: the hot paths read them */
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -177,15 +200,13 @@ struct ofi_pd {
 	unsigned int nr_mrs;
 	struct ofi_mr **direct;
 	unsigned int nr_direct;
-	_Atomic uint32_t next_key;
 	bool serial;
 };
 
 /*
  * Held around each call into a provider that needs it (OFI_Q_SERIAL): one
- * lock for the process, as the client and the server of one process have
- * a domain each on the same provider, and a lock per domain was not
- * enough for net.
+ * lock for the process, as a lock per domain was not enough for net (when
+ * the client and the server of one process had a domain each).
  */
 static pthread_mutex_t ofi_call_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -698,7 +719,7 @@ static uint64_t ofi_next_key(struct ofi_pd *pd)
 	uint32_t k;
 
 	do {
-		k = atomic_fetch_add(&pd->next_key, 1);
+		k = atomic_fetch_add(&pd->dom->next_key, 1);
 	} while (!k);
 	return k;
 }
@@ -771,8 +792,98 @@ static size_t ofi_roundup(size_t len)
 /* ------------------------------------------------------------------ */
 /* protection domains and memory regions                               */
 
+static bool ofi_same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/*
+ * The shared domain of the provider and domain @info names, opened on its
+ * first pd. Takes @info (kept or freed). Return: 0 or a negative errno.
+ */
+static int ofi_dom_get(struct fi_info *info, struct ofi_dom **domp)
+{
+	struct ofi_dom *d;
+	int ret;
+
+	pthread_mutex_lock(&ofi_dom_lock);
+	for (d = ofi_doms; d; d = d->next)
+		if (!strcmp(ofi_prov(d->info), ofi_prov(info)) &&
+		    ofi_same_str(d->info->fabric_attr->name,
+				 info->fabric_attr->name) &&
+		    ofi_same_str(d->info->domain_attr->name,
+				 info->domain_attr->name))
+			break;
+	if (d) {
+		d->refs++;
+		pthread_mutex_unlock(&ofi_dom_lock);
+		fi_freeinfo(info);
+		*domp = d;
+		return 0;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	d->info = info;
+	ret = fi_fabric(info->fabric_attr, &d->fabric, NULL);
+	if (ret) {
+		ret = ofi_errno(ret);
+		ibtrs_log(IBTRS_LOG_ERR,
+			  "ofi: provider %s: cannot open a fabric: %s",
+			  ofi_prov(info), strerror(-ret));
+		goto free_dom;
+	}
+	ret = fi_domain(d->fabric, info, &d->domain, NULL);
+	if (ret) {
+		ret = ofi_errno(ret);
+		ibtrs_log(IBTRS_LOG_ERR,
+			  "ofi: provider %s: cannot open a domain: %s",
+			  ofi_prov(info), strerror(-ret));
+		goto close_fabric;
+	}
+	atomic_init(&d->next_key, (uint32_t)rand() | 1);
+	d->refs = 1;
+	d->next = ofi_doms;
+	ofi_doms = d;
+	pthread_mutex_unlock(&ofi_dom_lock);
+	*domp = d;
+	return 0;
+
+close_fabric:
+	fi_close(&d->fabric->fid);
+free_dom:
+	free(d);
+unlock:
+	pthread_mutex_unlock(&ofi_dom_lock);
+	fi_freeinfo(info);
+	return ret;
+}
+
+/* Drop a reference to @d; the last closes it. */
+static void ofi_dom_put(struct ofi_dom *d)
+{
+	struct ofi_dom **pp;
+
+	pthread_mutex_lock(&ofi_dom_lock);
+	if (--d->refs) {
+		pthread_mutex_unlock(&ofi_dom_lock);
+		return;
+	}
+	for (pp = &ofi_doms; *pp != d; pp = &(*pp)->next)
+		;
+	*pp = d->next;
+	pthread_mutex_unlock(&ofi_dom_lock);
+	fi_close(&d->domain->fid);
+	fi_close(&d->fabric->fid);
+	fi_freeinfo(d->info);
+	free(d);
+}
+
 static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 {
+	struct fi_info *info;
 	struct ofi_pd *pd;
 	void *p, *table;
 	int ret;
@@ -783,22 +894,17 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 		return ret;
 	pd = p;
 	pd->direct = table;
-	ret = ofi_getinfo(NULL, NULL, NULL, 0, &pd->info);
+	ret = ofi_getinfo(NULL, NULL, NULL, 0, &info);
 	if (ret)
 		goto free_direct;
-	ret = fi_fabric(pd->info->fabric_attr, &pd->fabric, NULL);
-	if (ret) {
-		ret = ofi_errno(ret);
-		goto free_info;
-	}
-	ret = fi_domain(pd->fabric, pd->info, &pd->domain, NULL);
-	if (ret) {
-		ret = ofi_errno(ret);
-		goto close_fabric;
-	}
+	ret = ofi_dom_get(info, &pd->dom);
+	if (ret)
+		goto free_direct;
+	pd->info = pd->dom->info;
+	pd->fabric = pd->dom->fabric;
+	pd->domain = pd->dom->domain;
 	pd->mr_mode = pd->info->domain_attr->mr_mode;
 	pd->max_mrs = max_mrs;
-	atomic_init(&pd->next_key, (uint32_t)rand() | 1);
 	pthread_rwlock_init(&pd->lock, NULL);
 	pd->serial = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_SERIAL;
 	ibtrs_log(IBTRS_LOG_DEBUG, "ofi: pd on %s/%s, mr_mode %#llx",
@@ -807,10 +913,6 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 	*pdp = (struct ibtrs_xprt_pd *)pd;
 	return 0;
 
-close_fabric:
-	fi_close(&pd->fabric->fid);
-free_info:
-	fi_freeinfo(pd->info);
 free_direct:
 	free(pd->direct);
 	free(pd);
@@ -823,9 +925,7 @@ static void ofi_pd_free(struct ibtrs_xprt_pd *xpd)
 
 	if (!pd)
 		return;
-	fi_close(&pd->domain->fid);
-	fi_close(&pd->fabric->fid);
-	fi_freeinfo(pd->info);
+	ofi_dom_put(pd->dom);
 	pthread_rwlock_destroy(&pd->lock);
 	free(pd->direct);
 	free(pd);
