@@ -138,6 +138,8 @@ int atk_req(struct atk *a, unsigned int con, uint32_t chunk, int dir,
 /* The response to a request on @chunk, with @len bytes of READ data. */
 void atk_expect_rsp(struct atk *a, unsigned int con, uint32_t chunk,
 		    const struct ibtrs_desc *desc);
+/* An error answer @err to a request on @chunk. */
+void atk_expect_err(struct atk *a, unsigned int con, uint32_t chunk, int err);
 /* Positive control: the connection works before it is attacked. */
 void atk_ping(struct atk *a, unsigned int con, uint32_t chunk);
 /* Every connection of @a must be closed by the server. */
