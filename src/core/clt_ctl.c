@@ -181,7 +181,7 @@ static void clt_ctl_status(void *obj, struct json *j)
 	json_u64(j, "session_losses", cs.session_losses);
 	json_u64(j, "unknown_outcome", cs.unknown_outcome);
 	json_u64(j, "replayed_after_loss", cs.replayed_after_loss);
-	json_u64(j, "replay_on_session_loss", sess->replay_on_loss);
+	json_bool(j, "replay_on_session_loss", sess->replay_on_loss);
 	pthread_mutex_lock(&sess->ev_lock);
 	memcpy(reason, sess->loss_reason, sizeof(reason));
 	pthread_mutex_unlock(&sess->ev_lock);

@@ -791,6 +791,11 @@ static void raise_nofile(void)
 	}
 }
 
+struct ibtrs_clt *good_session(void)
+{
+	return good.sess;
+}
+
 unsigned long long good_ops(void)
 {
 	return atomic_load(&good.ops);

@@ -77,6 +77,8 @@ void hostile_setup(void);
 void check_good(const char *what, unsigned long long before);
 /* The good session's verified operations so far. */
 unsigned long long good_ops(void);
+/* The good client's session (the attacks on the same session need it). */
+struct ibtrs_clt *good_session(void);
 /* Run @n cases in order, each followed by check_good(). */
 void hostile_run(const struct hcase *cases, size_t n);
 /* The closing checks; @name is the program's. Return: its exit status. */
