@@ -19,6 +19,7 @@ void ibtrs_conn_req_encode(struct ibtrs_msg_conn_req *m,
 	m->cid_num = htole16(r->cid_num);
 	m->recon_cnt = htole16(r->recon_cnt);
 	m->flags = r->first_conn ? IBTRS_CONN_FIRST : 0;
+	m->caps = r->caps;
 	memcpy(m->sess_uuid, r->sess_uuid, IBTRS_UUID_LEN);
 	memcpy(m->path_uuid, r->path_uuid, IBTRS_UUID_LEN);
 }
@@ -57,6 +58,7 @@ int ibtrs_conn_req_decode(const void *buf, size_t len, struct ibtrs_conn_req *r)
 	r->cid_num = le16toh(m.cid_num);
 	r->recon_cnt = le16toh(m.recon_cnt);
 	r->first_conn = m.flags & IBTRS_CONN_FIRST;
+	r->caps = m.caps;
 	if (m.flags & ~IBTRS_CONN_FIRST)
 		return -EPROTO;
 	if (!r->cid_num || r->cid_num > IBTRS_MAX_CONS_PER_PATH ||

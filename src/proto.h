@@ -60,6 +60,15 @@ enum ibtrs_trailer_type {
 #define IBTRS_CONN_FIRST 0x01 /* conn_req.flags: may create a session */
 
 /*
+ * conn_req.caps, what the client does that a server may rely on. In a
+ * byte that servers of before neither check nor read; unknown bits are
+ * ignored. IBTRS_CAP_GEN_FROM_1: the client starts every tag at
+ * generation 1 in every server session it joins (a session loss
+ * included), so that a never used tag can be held to the window from 0.
+ */
+#define IBTRS_CAP_GEN_FROM_1 0x01
+
+/*
  * conn_rsp.flags. A server that sets IBTRS_RSP_INCARNATION fills
  * @incarnation: the random identity of the server session this connection
  * joined, new with every session the server creates. A server of before
@@ -90,7 +99,7 @@ struct ibtrs_msg_conn_req {
 	uint16_t cid_num;
 	uint16_t recon_cnt;
 	uint8_t flags;
-	uint8_t reserved0;
+	uint8_t caps; /* IBTRS_CAP_*, 0 from clients of before */
 	uint32_t reserved1;
 	uint8_t sess_uuid[IBTRS_UUID_LEN];
 	uint8_t path_uuid[IBTRS_UUID_LEN];
@@ -180,6 +189,7 @@ struct ibtrs_conn_req {
 	uint16_t cid_num;
 	uint16_t recon_cnt;
 	bool first_conn;
+	uint8_t caps; /* IBTRS_CAP_* */
 	uint8_t sess_uuid[IBTRS_UUID_LEN];
 	uint8_t path_uuid[IBTRS_UUID_LEN];
 };

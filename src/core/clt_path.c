@@ -422,6 +422,7 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		.cid_num = (uint16_t)path->con_num,
 		.recon_cnt = path->recon_cnt,
 		.first_conn = cid == 0,
+		.caps = IBTRS_CAP_GEN_FROM_1,
 	};
 	struct ibtrs_xprt_con_attr attr = {
 		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,

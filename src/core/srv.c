@@ -131,6 +131,7 @@ struct ibtrs_srv {
 	bool client_closed;   /* the client said goodbye: no grace */
 	uint64_t grace_until; /* no path: kept until then for a rejoin */
 	uint64_t incarnation; /* random, never 0: told at every join */
+	bool gen_from_1;      /* its client has IBTRS_CAP_GEN_FROM_1 */
 	/* protocol errors of the session's paths, closed ones included */
 	_Atomic uint64_t proto_xprt, proto_msg, gen_rejected;
 	char *chunks;
@@ -593,7 +594,11 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 	op = &sess->ops[chunk];
 	pthread_spin_lock(&op->lock);
 	pos = ibtrs_gen_classify(op->gen, t.gen);
-	if (pos == IBTRS_GEN_SAME && op->state == OP_IDLE)
+	if (op->state == OP_IDLE && !sess->gen_from_1)
+		/* A client of before goes on with its generations in a new
+		 * session: the first one sets the tag's. */
+		pos = IBTRS_GEN_NEXT;
+	else if (pos == IBTRS_GEN_SAME && op->state == OP_IDLE)
 		pos = IBTRS_GEN_OUTSIDE; /* the first request carries >= 1 */
 	if (pos == IBTRS_GEN_OUTSIDE) {
 		/*
@@ -983,6 +988,8 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		}
 		sess = sess_create(ctx, cr.sess_uuid, &ret);
 		created = sess != NULL;
+		if (sess)
+			sess->gen_from_1 = cr.caps & IBTRS_CAP_GEN_FROM_1;
 		if (!sess) {
 			ibtrs_log(
 				IBTRS_LOG_WARN,

@@ -11,6 +11,8 @@
  *   the poisoning attack (0x40000000) is outside whatever the tag's state.
  * - conn_rsp carries the incarnation and its flags; a peer that sets no
  *   flag (a server of before) reads as incarnation 0, whatever the bytes.
+ * - conn_req carries the client's capabilities in a byte servers of
+ *   before ignore; unknown bits are accepted.
  */
 #include <string.h>
 
@@ -52,6 +54,28 @@ static void test_classify(void)
 	CHECK_EQ(ibtrs_gen_classify(0xfffffff0u, 5), IBTRS_GEN_NEXT);
 }
 
+static void test_conn_req_caps(void)
+{
+	struct ibtrs_conn_req r = {
+		.version = IBTRS_PROTO_VER,
+		.cid = 0,
+		.cid_num = 2,
+		.first_conn = true,
+		.caps = IBTRS_CAP_GEN_FROM_1,
+	};
+	struct ibtrs_msg_conn_req m;
+	struct ibtrs_conn_req d;
+
+	ibtrs_conn_req_encode(&m, &r);
+	CHECK_EQ(((unsigned char *)&m)[11], IBTRS_CAP_GEN_FROM_1);
+	CHECK_EQ(ibtrs_conn_req_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.caps, IBTRS_CAP_GEN_FROM_1);
+	/* Unknown bits are a newer client's, not an error. */
+	m.caps = 0xff;
+	CHECK_EQ(ibtrs_conn_req_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.caps, 0xff);
+}
+
 static void test_conn_rsp(void)
 {
 	struct ibtrs_conn_rsp r = {
@@ -84,6 +108,7 @@ static void test_conn_rsp(void)
 int main(void)
 {
 	test_classify();
+	test_conn_req_caps();
 	test_conn_rsp();
 	printf("PASS\n");
 	return 0;
