@@ -285,6 +285,8 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->nr_sessions >= ctx->max_sessions ||
 	    !mem_fits(ctx, sess_mem(ctx))) {
+		unsigned int nr = ctx->nr_sessions;
+
 		pthread_mutex_unlock(&ctx->lock);
 		/*
 		 * Full. A session in its grace period is not ended to make
@@ -295,8 +297,8 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 		atomic_fetch_add(&ctx->refused_full, 1);
 		ibtrs_log_rl(
 			IBTRS_LOG_WARN,
-			"server: full (%u sessions, %u of them waiting for their client to return): new session refused",
-			ctx->max_sessions, sess_nr_graced(ctx));
+			"server: full (%u of %u sessions, %u of them waiting for their client to return; or the memory limit): new session refused",
+			nr, ctx->max_sessions, sess_nr_graced(ctx));
 		*err = -ENOSPC;
 		return NULL;
 	}
