@@ -527,9 +527,18 @@ uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx);
  *           without calling rdma_ev again
  * @busy: requests refused with -EBUSY because an earlier request on the
  *        same tag was still running
- * @proto_errors: connections closed because of a malformed message
- * @stale: requests dropped, unanswered, because their tag had already run
- *         a newer request: late copies from a path that died (extension)
+ * @proto_errors: protocol errors of every kind: a malformed connection
+ *                request (refused), and the three kinds below
+ * @stale: requests not run, answered -ESTALE, because their tag had
+ *         already run a newer request: late copies from a path that died
+ *         (extension)
+ * @proto_xprt: connections the backend closed for a malformed frame or an
+ *              access out of bounds (transport level; the path is closed)
+ * @proto_msg: paths closed for a malformed message (message level)
+ * @gen_rejected: requests refused with -EPROTO for a generation outside the
+ *                tag's window; the path stays, the tag's state is unchanged
+ * @refused_full: new sessions refused with -ENOSPC because the server held
+ *                max_sessions (sessions in grace are never ended for room)
  */
 struct ibtrs_srv_stats {
 	size_t size;
@@ -540,6 +549,10 @@ struct ibtrs_srv_stats {
 	uint64_t busy;
 	uint64_t proto_errors;
 	uint64_t stale;
+	uint64_t proto_xprt;
+	uint64_t proto_msg;
+	uint64_t gen_rejected;
+	uint64_t refused_full;
 };
 
 /**
@@ -590,6 +603,16 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                      up or no path is left to wait for; bounded by the
  *                      tags, as every request. 0 (the default): such a
  *                      request fails at once with -ENOTCONN (appended)
+ * @replay_on_session_loss: after a session loss (a path rejoined a server
+ *                          session of another incarnation: the server
+ *                          restarted or ended the session), send the
+ *                          requests that were in flight to the new
+ *                          session instead of completing them with
+ *                          -ECONNRESET. Such a request may then run twice:
+ *                          only for idempotent requests (a block device
+ *                          writing the same data to the same offset).
+ *                          Default false. See ibtrs(7), "At most once".
+ *                          (appended: set @size to use it)
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -613,6 +636,7 @@ struct ibtrs_clt_opts {
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
 	uint32_t no_path_timeout_ms;
+	bool replay_on_session_loss;
 };
 
 /**
@@ -664,7 +688,9 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state);
  * @wr_ops: completed WRITE requests
  * @wr_bytes: data bytes of completed WRITE requests
  * @errors: requests completed with an error
- * @proto_errors: connections closed because of a malformed message
+ * @proto_errors: protocol errors of the peer seen on the path, each of which
+ *                failed it: malformed messages, and the transport-level
+ *                ones counted in @proto_xprt
  * @failovers: requests moved from this path to another after it failed
  * @reconnect_attempts: connects tried after the path failed
  * @reconnects: of those, the successful ones
@@ -679,6 +705,8 @@ const char *ibtrs_path_state_str(enum ibtrs_path_state state);
  * @demote_reason: "slow" or "lossy" while @demoted, else "" (appended)
  * @demotions: times the path was demoted (appended)
  * @readmissions: times it was re-admitted after probation (appended)
+ * @proto_xprt: of @proto_errors, the frames the backend refused
+ *              (transport level; appended)
  */
 struct ibtrs_path_stats {
 	size_t size;
@@ -704,7 +732,44 @@ struct ibtrs_path_stats {
 	char demote_reason[16];
 	uint64_t demotions;
 	uint64_t readmissions;
+	uint64_t proto_xprt;
 };
+
+/**
+ * struct ibtrs_clt_stats - counters of a client session
+ * @size: sizeof(struct ibtrs_clt_stats), set by the caller
+ * @incarnation: the server session's incarnation, as its last join told
+ *               it; 0 before the first join or with a server that tells
+ *               none
+ * @session_losses: joins that found another incarnation than the session
+ *                  had: the server restarted or ended the session
+ * @unknown_outcome: requests in flight at a session loss, completed with
+ *                   -ECONNRESET: they may or may not have run
+ * @replayed_after_loss: such requests sent to the new server session
+ *                       instead (replay_on_session_loss)
+ * @proto_errors: protocol errors of every path, as in ibtrs_path_stats
+ * @proto_xprt: of those, the transport-level ones
+ */
+struct ibtrs_clt_stats {
+	size_t size;
+	uint64_t incarnation;
+	uint64_t session_losses;
+	uint64_t unknown_outcome;
+	uint64_t replayed_after_loss;
+	uint64_t proto_errors;
+	uint64_t proto_xprt;
+};
+
+/**
+ * ibtrs_clt_get_stats() - read the session-wide counters of a client
+ * @sess: the session
+ * @st: filled on success; @st->size must be set
+ *
+ * Return: 0, -EINVAL for NULL arguments or a bad @st->size.
+ *
+ * Context: any.
+ */
+int ibtrs_clt_get_stats(struct ibtrs_clt *sess, struct ibtrs_clt_stats *st);
 
 /**
  * ibtrs_clt_path_stats() - read the counters of one path

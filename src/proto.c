@@ -19,6 +19,7 @@ void ibtrs_conn_req_encode(struct ibtrs_msg_conn_req *m,
 	m->cid_num = htole16(r->cid_num);
 	m->recon_cnt = htole16(r->recon_cnt);
 	m->flags = r->first_conn ? IBTRS_CONN_FIRST : 0;
+	m->caps = r->caps;
 	memcpy(m->sess_uuid, r->sess_uuid, IBTRS_UUID_LEN);
 	memcpy(m->path_uuid, r->path_uuid, IBTRS_UUID_LEN);
 }
@@ -57,6 +58,7 @@ int ibtrs_conn_req_decode(const void *buf, size_t len, struct ibtrs_conn_req *r)
 	r->cid_num = le16toh(m.cid_num);
 	r->recon_cnt = le16toh(m.recon_cnt);
 	r->first_conn = m.flags & IBTRS_CONN_FIRST;
+	r->caps = m.caps;
 	if (m.flags & ~IBTRS_CONN_FIRST)
 		return -EPROTO;
 	if (!r->cid_num || r->cid_num > IBTRS_MAX_CONS_PER_PATH ||
@@ -78,6 +80,8 @@ void ibtrs_conn_rsp_encode(struct ibtrs_msg_conn_rsp *m,
 	m->max_io_size = htole32(r->max_io_size);
 	m->chunk_size = htole32(r->chunk_size);
 	m->max_usr_msg = htole32(r->max_usr_msg);
+	m->flags = htole32(r->flags);
+	m->incarnation = htole64(r->incarnation);
 }
 
 int ibtrs_conn_rsp_decode(const void *buf, size_t len, struct ibtrs_conn_rsp *r)
@@ -94,6 +98,11 @@ int ibtrs_conn_rsp_decode(const void *buf, size_t len, struct ibtrs_conn_rsp *r)
 	r->max_io_size = le32toh(m.max_io_size);
 	r->chunk_size = le32toh(m.chunk_size);
 	r->max_usr_msg = le32toh(m.max_usr_msg);
+	r->flags = le32toh(m.flags);
+	/* Unknown flags are a newer server's: ignored, as is the field of
+	 * an incarnation the flag does not vouch for. */
+	r->incarnation =
+		r->flags & IBTRS_RSP_INCARNATION ? le64toh(m.incarnation) : 0;
 	if (r->err)
 		return 0;
 	/* The session geometry must be usable before anyone relies on it. */

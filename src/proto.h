@@ -59,6 +59,34 @@ enum ibtrs_trailer_type {
 
 #define IBTRS_CONN_FIRST 0x01 /* conn_req.flags: may create a session */
 
+/*
+ * conn_req.caps, what the client does that a server may rely on. In a
+ * byte that servers of before neither check nor read; unknown bits are
+ * ignored. IBTRS_CAP_GEN_FROM_1: the client starts every tag at
+ * generation 1 in every server session it joins (a session loss
+ * included), so that a never used tag can be held to the window from 0.
+ */
+#define IBTRS_CAP_GEN_FROM_1 0x01
+
+/*
+ * conn_rsp.flags. A server that sets IBTRS_RSP_INCARNATION fills
+ * @incarnation: the random identity of the server session this connection
+ * joined, new with every session the server creates. A server of before
+ * leaves the flags 0, and its client cannot tell a restart from a rejoin.
+ */
+#define IBTRS_RSP_INCARNATION 0x01 /* @incarnation is valid */
+#define IBTRS_RSP_NEW_SESS 0x02	   /* this connection created the session */
+
+/*
+ * Generation window (docs/protocol.md, "At most once"). A tag's next
+ * request carries a generation at most this far ahead of the last one the
+ * server saw on the tag (serial arithmetic, it wraps); a copy at most this
+ * far behind is a stale one. Anything else is refused for that request
+ * alone. Every tag of a new server session starts at generation 0: the
+ * first request of a tag carries 1..IBTRS_GEN_WINDOW.
+ */
+#define IBTRS_GEN_WINDOW (1u << 16)
+
 /**
  * struct ibtrs_msg_conn_req - first message of every connection (64 bytes)
  *
@@ -71,7 +99,7 @@ struct ibtrs_msg_conn_req {
 	uint16_t cid_num;
 	uint16_t recon_cnt;
 	uint8_t flags;
-	uint8_t reserved0;
+	uint8_t caps; /* IBTRS_CAP_*, 0 from clients of before */
 	uint32_t reserved1;
 	uint8_t sess_uuid[IBTRS_UUID_LEN];
 	uint8_t path_uuid[IBTRS_UUID_LEN];
@@ -83,7 +111,8 @@ _Static_assert(sizeof(struct ibtrs_msg_conn_req) == 64, "conn_req size");
  * struct ibtrs_msg_conn_rsp - answer to conn_req (64 bytes)
  *
  * @err is 0 on accept, a positive errno on reject; the other fields are
- * only meaningful on accept.
+ * only meaningful on accept. @flags: IBTRS_RSP_*; @incarnation: see
+ * IBTRS_RSP_INCARNATION.
  */
 struct ibtrs_msg_conn_rsp {
 	uint16_t magic;
@@ -94,7 +123,8 @@ struct ibtrs_msg_conn_rsp {
 	uint32_t chunk_size;
 	uint32_t max_usr_msg;
 	uint32_t flags;
-	uint8_t reserved[40];
+	uint64_t incarnation;
+	uint8_t reserved[32];
 } __attribute__((packed));
 _Static_assert(sizeof(struct ibtrs_msg_conn_rsp) == 64, "conn_rsp size");
 
@@ -159,6 +189,7 @@ struct ibtrs_conn_req {
 	uint16_t cid_num;
 	uint16_t recon_cnt;
 	bool first_conn;
+	uint8_t caps; /* IBTRS_CAP_* */
 	uint8_t sess_uuid[IBTRS_UUID_LEN];
 	uint8_t path_uuid[IBTRS_UUID_LEN];
 };
@@ -170,7 +201,30 @@ struct ibtrs_conn_rsp {
 	uint32_t max_io_size;
 	uint32_t chunk_size;
 	uint32_t max_usr_msg;
+	uint32_t flags;	      /* IBTRS_RSP_* */
+	uint64_t incarnation; /* valid with IBTRS_RSP_INCARNATION */
 };
+
+/* Where @gen lies against @last, the tag's last generation (serial). */
+enum ibtrs_gen_pos {
+	IBTRS_GEN_SAME,	  /* a replay of the last request */
+	IBTRS_GEN_NEXT,	  /* ahead within the window: a new request */
+	IBTRS_GEN_STALE,  /* behind within the window: an old copy */
+	IBTRS_GEN_OUTSIDE /* neither: refused */
+};
+
+static inline enum ibtrs_gen_pos ibtrs_gen_classify(uint32_t last, uint32_t gen)
+{
+	uint32_t ahead = gen - last, behind = last - gen;
+
+	if (!ahead)
+		return IBTRS_GEN_SAME;
+	if (ahead <= IBTRS_GEN_WINDOW)
+		return IBTRS_GEN_NEXT;
+	if (behind <= IBTRS_GEN_WINDOW)
+		return IBTRS_GEN_STALE;
+	return IBTRS_GEN_OUTSIDE;
+}
 
 struct ibtrs_desc {
 	uint64_t addr;

@@ -247,6 +247,14 @@ struct bench_res {
 	struct bench_path_res paths[IBTRS_MAX_PATHS];
 	size_t event_cnt;
 	struct ibtrs_event events[IBTRS_EVENT_LOG_LEN];
+	/* at-most-once: requests completed -ECONNRESET after a session loss
+	 * (may or may not have run; neither errors nor verified), and the
+	 * session's counters (ibtrs_clt_get_stats()) */
+	uint64_t unknown_outcome;
+	uint64_t session_losses;
+	uint64_t replayed_after_loss;
+	/* the signal that ended the run early, 0 for none */
+	int signal;
 };
 
 const char *bench_rw_str(enum bench_rw rw);

@@ -85,8 +85,14 @@ void usage_bench(FILE *f)
 		"The environment variable IBTRS_FAULT injects faults, e.g.\n"
 		"IBTRS_FAULT=1:drop@2000 cuts path 1 two seconds after the start.\n"
 		"\n"
+		"SIGINT or SIGTERM ends the run within 2 s: requests still in flight\n"
+		"then fail as the session closes. A request completed with ECONNRESET\n"
+		"was in flight when the server session was lost (a server restart): it\n"
+		"may or may not have run, and is counted as unknown_outcome.\n"
+		"\n"
 		"Exit status: 0 when every request succeeded and verified and none was\n"
-		"lost, 1 when one failed, 2 for usage errors.\n",
+		"lost, 1 when one failed, was lost or has an unknown outcome, 2 for\n"
+		"usage errors.\n",
 		TOOL_NAME, TOOL_NAME, IBTRS_MAX_PATHS, IBTRS_DEFAULT_PORT,
 		BENCH_DEFAULT_RWMIXREAD, BENCH_DEFAULT_BS, BENCH_DEFAULT_QD,
 		BENCH_DEFAULT_THREADS, BENCH_DEFAULT_TIME,
@@ -437,7 +443,8 @@ int cmd_bench(int argc, char *argv[])
 	if (!json)
 		bench_print_table(&cfg, res);
 	fflush(stdout);
-	ret = res->errors || res->verify_failures || res->lost || plot_ret
+	ret = res->errors || res->verify_failures || res->lost ||
+			      res->unknown_outcome || plot_ret
 		      ? TOOL_EXIT_FAIL
 		      : TOOL_EXIT_OK;
 	free(res);

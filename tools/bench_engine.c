@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -46,6 +47,11 @@
 
 /* Time allowed for the requests still in flight at the end. */
 #define BENCH_DRAIN_NS (10ull * 1000000000ull)
+/* The same after SIGINT or SIGTERM: the run must end within 2 s, and
+ * closing the session then fails what is left. */
+#define BENCH_SIG_DRAIN_NS (500ull * 1000000ull)
+/* Longest sleep of a submitter waiting for a free tag. */
+#define BENCH_TAG_POLL_NS (1000ull * 1000ull)
 /* Extra time a submitter thread may take to finish after draining. */
 #define BENCH_JOIN_NS (5ull * 1000000000ull)
 /* Pause after a request could not be submitted, not to spin. */
@@ -126,6 +132,8 @@ struct bench_req {
  * @vfail: READs with wrong data (atomic)
  * @verified: READs whose data was checked (loop thread only)
  * @final_verified: blocks checked by the final read pass (--export)
+ * @unknown: requests completed with -ECONNRESET: in flight at a session
+ *           loss, they may or may not have run (atomic)
  *
  * Confirmations run on the session's loop thread, and so do the
  * submissions from them: the counters only that thread writes are added
@@ -157,6 +165,7 @@ struct bench_thread {
 	uint64_t vfail;
 	uint64_t verified;
 	uint64_t final_verified;
+	uint64_t unknown;
 };
 
 /**
@@ -176,6 +185,8 @@ struct bench_thread {
  * @clt: the ibnbd client on @sess (--export), else NULL
  * @dev: the export opened (--export), else NULL
  * @geo: its geometry
+ * @signal: the signal that ends the run early, 0 for none (written before
+ *          @stop)
  */
 struct bench {
 	const struct bench_cfg *cfg;
@@ -192,6 +203,7 @@ struct bench {
 	struct ibnbd_clt *clt;
 	struct ibnbd_dev *dev;
 	struct ibnbd_geometry geo;
+	int signal;
 };
 
 static const char *const bench_rw_names[] = {
@@ -514,6 +526,29 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 			   uint64_t lat_ns, uint64_t now);
 
 /**
+ * bench_unknown_outcome() - a request completed with -ECONNRESET
+ * @t: its thread
+ * @req: the request
+ *
+ * The library's word for a request that was in flight when the server
+ * session was lost (a restart): it may or may not have run. Not an error
+ * of the transport nor a verified request: counted on its own, and a WRITE
+ * leaves its block unknown.
+ */
+static void bench_unknown_outcome(struct bench_thread *t, struct bench_req *req)
+{
+	__atomic_fetch_add(&t->unknown, 1, __ATOMIC_RELAXED);
+	bench_report(
+		t->b,
+		"%s at offset %llu: outcome unknown (session lost: it may or may not have run)",
+		req->dir == IBTRS_READ ? "READ" : "WRITE",
+		(unsigned long long)((t->first_blk + req->blk) *
+				     t->b->cfg->bs));
+	if (req->dir == IBTRS_WRITE && t->blk_seq)
+		t->blk_seq[req->blk] = BLK_UNKNOWN;
+}
+
+/**
  * bench_conf() - completion of a request
  * @priv: the struct bench_req
  * @err: 0 or the negative errno of the failure
@@ -538,7 +573,10 @@ static void bench_conf(void *priv, int err)
 		lat = 1;
 	if (!err && !bench_stopping(b))
 		bench_note_gap(b, now);
-	if (err) {
+	if (err == -ECONNRESET && !b->dev) {
+		bench_unknown_outcome(t, req);
+		lat = 0;
+	} else if (err) {
 		__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
 		bench_report(b, "%s of %llu bytes at offset %llu failed: %s",
 			     req->dir == IBTRS_READ ? "READ" : "WRITE",
@@ -653,7 +691,10 @@ static struct bench_req *bench_take_slot(struct bench_thread *t)
  */
 static void bench_drain(struct bench_thread *t)
 {
-	uint64_t deadline = tool_now_ns() + BENCH_DRAIN_NS;
+	uint64_t deadline = tool_now_ns() +
+			    (__atomic_load_n(&t->b->signal, __ATOMIC_RELAXED)
+				     ? BENCH_SIG_DRAIN_NS
+				     : BENCH_DRAIN_NS);
 	struct timespec ts;
 
 	ts.tv_sec = (time_t)(deadline / 1000000000ull);
@@ -785,6 +826,46 @@ static void bench_resubmit(struct bench_thread *t, struct bench_req *req,
 }
 
 /**
+ * bench_get_tag() - a tag for the next request of @t
+ * @t: the thread
+ *
+ * Waits for a free tag without sleeping in the library: when requests are
+ * stuck (a path that swallows everything) every tag can stay held until
+ * the session is closed, and a thread asleep in ibtrs_clt_get_tag() would
+ * never see the end of the run, nor could the session be closed under it.
+ *
+ * Return: the tag; NULL with errno ECANCELED once the run stops, or as
+ * ibtrs_clt_get_tag().
+ */
+static struct ibtrs_tag *bench_get_tag(struct bench_thread *t)
+{
+	struct ibtrs_tag *tag;
+	struct timespec ts;
+	uint64_t until;
+
+	for (;;) {
+		tag = ibtrs_clt_get_tag(t->b->sess, IBTRS_IO_CON,
+					IBTRS_TAG_NOWAIT);
+		if (tag || errno != EAGAIN)
+			return tag;
+		if (bench_stopping(t->b)) {
+			errno = ECANCELED;
+			return NULL;
+		}
+		/* A completion of this thread wakes it earlier. */
+		until = tool_now_ns() + BENCH_TAG_POLL_NS;
+		ts.tv_sec = (time_t)(until / 1000000000ull);
+		ts.tv_nsec = (long)(until % 1000000000ull);
+		pthread_mutex_lock(&t->lock);
+		t->waiting = true;
+		if (!bench_stopping(t->b))
+			pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+		t->waiting = false;
+		pthread_mutex_unlock(&t->lock);
+	}
+}
+
+/**
  * bench_worker() - a submitter thread
  * @arg: the struct bench_thread
  *
@@ -808,7 +889,11 @@ static void *bench_worker(void *arg)
 				usleep(BENCH_RETRY_US);
 			continue;
 		}
-		tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+		tag = bench_get_tag(t);
+		if (!tag && errno == ECANCELED) {
+			bench_req_done(t, req, 0);
+			break;
+		}
 		if (!tag) {
 			ret = errno;
 			__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
@@ -1070,6 +1155,8 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 	res->ops = res->read_ops + res->write_ops;
 	res->bytes = res->ops * b->cfg->bs;
 	res->errors = BENCH_SUM(b, errors);
+	res->unknown_outcome = BENCH_SUM(b, unknown);
+	res->signal = b->signal;
 	res->verify_failures = BENCH_SUM(b, vfail);
 	res->verified = BENCH_SUM(b, verified);
 	res->cb_submits = BENCH_SUM(b, cb_submits);
@@ -1118,6 +1205,21 @@ static size_t src_len(const char *src, size_t size)
 }
 
 /**
+ * bench_session_stats() - read the session-wide at-most-once counters
+ * @b: the benchmark
+ * @res: the result to fill
+ */
+static void bench_session_stats(struct bench *b, struct bench_res *res)
+{
+	struct ibtrs_clt_stats st = { .size = sizeof(st) };
+
+	if (ibtrs_clt_get_stats(b->sess, &st))
+		return;
+	res->session_losses = st.session_losses;
+	res->replayed_after_loss = st.replayed_after_loss;
+}
+
+/**
  * bench_paths() - read the per-path counters of the session
  * @b: the benchmark
  * @res: the result to fill
@@ -1163,6 +1265,7 @@ static void bench_paths(struct bench *b, struct bench_res *res)
 	if (b->cfg->events)
 		res->event_cnt = ibtrs_clt_get_events(b->sess, res->events,
 						      IBTRS_EVENT_LOG_LEN);
+	bench_session_stats(b, res);
 }
 
 /**
@@ -1467,6 +1570,22 @@ static void bench_close_export(struct bench *b)
 }
 
 /**
+ * bench_wait_signal() - wait for SIGINT or SIGTERM, at most @ns
+ * @b: the benchmark; @b->signal set when one came
+ * @ns: longest wait
+ *
+ * Return: the signal, 0 when the time ran out.
+ */
+static int bench_wait_signal(struct bench *b, uint64_t ns)
+{
+	int sig = tool_signal_wait((int)((ns + 999999) / 1000000), NULL);
+
+	if (sig)
+		__atomic_store_n(&b->signal, sig, __ATOMIC_RELAXED);
+	return sig;
+}
+
+/**
  * bench_geometry() - each submitter thread's share of the target
  * @cfg: the configuration
  * @nblks: blocks of the target
@@ -1719,9 +1838,7 @@ static void bench_wait(struct bench *b, struct bench_ticker *tk)
 				bench_tick(b, tk, now);
 			break;
 		}
-		if (now < until &&
-		    tool_signal_wait((int)((until - now + 999999) / 1000000),
-				     NULL))
+		if (now < until && bench_wait_signal(b, until - now))
 			break;
 		now = tool_now_ns();
 		if (now >= next_tick && now < end) {

@@ -5,6 +5,7 @@
  * or one JSON object (written with the library's JSON writer), and the
  * events of the session.
  */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,43 @@ static void bench_print_cpu_json(struct json *j, const struct bench_res *res)
 	else
 		json_null(j, "server");
 	json_obj_end(j);
+}
+
+/**
+ * bench_amo_json() - the at-most-once members of the JSON result
+ * @j: the writer
+ * @res: the result
+ *
+ * "unknown_outcome": requests completed -ECONNRESET after a session loss,
+ * neither in "errors" nor verified; "signal": what ended the run early.
+ */
+static void bench_amo_json(struct json *j, const struct bench_res *res)
+{
+	json_u64(j, "unknown_outcome", res->unknown_outcome);
+	json_u64(j, "session_losses", res->session_losses);
+	json_u64(j, "replayed_after_loss", res->replayed_after_loss);
+	if (res->signal)
+		json_str(j, "signal",
+			 res->signal == SIGINT ? "SIGINT" : "SIGTERM");
+	else
+		json_null(j, "signal");
+}
+
+/**
+ * bench_amo_table() - the at-most-once lines of the human result
+ * @res: the result
+ */
+static void bench_amo_table(const struct bench_res *res)
+{
+	if (res->session_losses || res->unknown_outcome ||
+	    res->replayed_after_loss)
+		printf("session lost %llu times: %llu requests of unknown outcome (may or may not have run), %llu replayed after a loss\n",
+		       (unsigned long long)res->session_losses,
+		       (unsigned long long)res->unknown_outcome,
+		       (unsigned long long)res->replayed_after_loss);
+	if (res->signal)
+		printf("stopped early by %s\n",
+		       res->signal == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
 /**
@@ -292,6 +330,7 @@ int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 	json_str(&j, "policy", res->policy);
 	bench_target_json(&j, cfg, res);
 	bench_paths_json(&j, res);
+	bench_amo_json(&j, res);
 	bench_print_cpu_json(&j, res);
 	if (cfg->events)
 		bench_events_json(&j, res);
@@ -388,7 +427,9 @@ void bench_print_table(const struct bench_cfg *cfg, const struct bench_res *res)
 		       res->srv_user_s, res->srv_sys_s);
 	else
 		printf(", server n/a");
-	printf("\n\n%-40s %-14s %12s %9s %10s %10s %10s\n", "path", "state",
+	printf("\n");
+	bench_amo_table(res);
+	printf("\n%-40s %-14s %12s %9s %10s %10s %10s\n", "path", "state",
 	       "ops", "failovers", "reconnects", "p99 us", "max us");
 	for (i = 0; i < res->path_cnt; i++) {
 		p = &res->paths[i];

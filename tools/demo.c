@@ -257,6 +257,28 @@ static void demo_header(const struct bench_cfg *cfg, uint16_t port)
 }
 
 /**
+ * demo_amo_summary() - what "run twice" can see
+ * @res: the benchmark result
+ *
+ * The server counts a request run twice only within its own process (one
+ * server session incarnation). A request could only have run twice across
+ * a restart by being replayed into the new session, which the client does
+ * not do (it reports a session loss and an unknown outcome instead): so
+ * with no session loss, or no request replayed after one, "0 run twice"
+ * covers the whole run.
+ */
+static void demo_amo_summary(const struct bench_res *res)
+{
+	if (!res->session_losses)
+		return;
+	printf("  session lost %llu times (the server's session changed): %llu requests\n"
+	       "          of unknown outcome (not replayed), %llu replayed after a loss\n",
+	       (unsigned long long)res->session_losses,
+	       (unsigned long long)res->unknown_outcome,
+	       (unsigned long long)res->replayed_after_loss);
+}
+
+/**
  * demo_summary() - print the summary and the verdict
  * @res: the benchmark result
  * @st: the server's counters
@@ -303,11 +325,19 @@ static int demo_summary(const struct bench_res *res,
 	       (unsigned long long)st->lib.replays,
 	       (unsigned long long)res->verified);
 
+	demo_amo_summary(res);
 	ok = !res->lost && !st->duplicates && !res->verify_failures &&
-	     !res->errors && res->ops;
+	     !res->errors && !res->unknown_outcome &&
+	     !res->replayed_after_loss && res->ops;
 	printf("\nverdict: %llu lost, %llu run twice, ",
 	       (unsigned long long)res->lost,
 	       (unsigned long long)st->duplicates);
+	if (res->replayed_after_loss)
+		printf("%llu may have run twice (replayed after a session loss), ",
+		       (unsigned long long)res->replayed_after_loss);
+	if (res->unknown_outcome)
+		printf("%llu of unknown outcome, ",
+		       (unsigned long long)res->unknown_outcome);
 	if (res->errors)
 		printf("%llu failed, ", (unsigned long long)res->errors);
 	if (res->verify_failures)

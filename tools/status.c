@@ -247,6 +247,29 @@ static void st_path_mark(char *buf, const struct jval *p)
 		 strcmp(state, "connected") ? "!" : "");
 }
 
+/*
+ * A client session's at-most-once state: the server session it is on,
+ * the session losses (a rejoin that found another incarnation) and what
+ * became of the requests then in flight; protocol errors of its paths.
+ */
+static void st_print_amo(FILE *f, const struct jval *c)
+{
+	if (!jget_has(c, "session_losses"))
+		return;
+	fprintf(f,
+		"    incarnation %s  losses %llu  unknown outcome %llu  replayed %llu  proto errors %llu\n",
+		jget_str(c, "incarnation", "")[0]
+			? jget_str(c, "incarnation", "")
+			: "-",
+		(unsigned long long)jget_u64(c, "session_losses", 0),
+		(unsigned long long)jget_u64(c, "unknown_outcome", 0),
+		(unsigned long long)jget_u64(c, "replayed_after_loss", 0),
+		(unsigned long long)jget_u64(c, "proto_errors", 0));
+	if (jget_str(c, "last_session_loss", "")[0])
+		fprintf(f, "    last loss: %s\n",
+			jget_str(c, "last_session_loss", ""));
+}
+
 static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 			    const struct jval *c)
 {
@@ -283,6 +306,7 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 	fprintf(f, "  session %s  policy %s  qd %s  max io %s  backend %s\n",
 		sess, jget_str(c, "policy", "?"), qd, mio,
 		jget_str(c, "backend", "?"));
+	st_print_amo(f, c);
 	if (!paths || paths->type != JT_ARR || !paths->n) {
 		fprintf(f, "    no paths\n");
 		st_print_events(f, v->wide, jget(c, "events"));
@@ -388,6 +412,11 @@ static void st_print_server(FILE *f, bool wide, const struct jval *s)
 				(double)jget_u64(se, "grace_ms_left", 0) /
 					1000);
 		fputc('\n', f);
+		if (jget_has(se, "incarnation"))
+			fprintf(f, "      incarnation %s  proto errors %llu\n",
+				jget_str(se, "incarnation", "?"),
+				(unsigned long long)jget_u64(se, "proto_errors",
+							     0));
 		if (!paths || paths->type != JT_ARR || !paths->n) {
 			if (!jget_has(se, "grace_ms_left"))
 				fprintf(f, "      no paths\n");

@@ -312,6 +312,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	ibtrs_hb_init(&sess->hb, o->hb_timeout_ms);
 	sess->failover_timeout_ns = (uint64_t)o->failover_timeout_ms * 1000000;
 	sess->no_path_timeout_ns = (uint64_t)o->no_path_timeout_ms * 1000000;
+	sess->replay_on_loss = o->replay_on_session_loss;
 	atomic_init(&sess->policy, o->policy);
 	sess->pending_tail = &sess->pending;
 	pthread_mutex_init(&sess->paths_lock, NULL);
@@ -561,6 +562,30 @@ int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 			 : "");
 	v.demotions = atomic_load(&path->demotions);
 	v.readmissions = atomic_load(&path->readmissions);
+	v.proto_xprt = atomic_load(&path->proto_xprt);
+	memcpy(st, &v, v.size);
+	return 0;
+}
+
+int ibtrs_clt_get_stats(struct ibtrs_clt *sess, struct ibtrs_clt_stats *st)
+{
+	struct ibtrs_clt_stats v;
+	unsigned int i, n;
+
+	if (!sess || !st ||
+	    st->size < offsetof(struct ibtrs_clt_stats, proto_errors))
+		return -EINVAL;
+	memset(&v, 0, sizeof(v));
+	v.size = st->size < sizeof(v) ? st->size : sizeof(v);
+	v.incarnation = atomic_load(&sess->inc_shown);
+	v.session_losses = atomic_load(&sess->session_losses);
+	v.unknown_outcome = atomic_load(&sess->unknown_outcome);
+	v.replayed_after_loss = atomic_load(&sess->replayed_after_loss);
+	n = atomic_load(&sess->path_cnt);
+	for (i = 0; i < n; i++) {
+		v.proto_errors += atomic_load(&sess->paths[i]->proto_errors);
+		v.proto_xprt += atomic_load(&sess->paths[i]->proto_xprt);
+	}
 	memcpy(st, &v, v.size);
 	return 0;
 }
@@ -581,6 +606,7 @@ static void reset_stats_fn(void *arg)
 		atomic_store(&p->wr_bytes, 0);
 		atomic_store(&p->errors, 0);
 		atomic_store(&p->proto_errors, 0);
+		atomic_store(&p->proto_xprt, 0);
 		atomic_store(&p->failovers, 0);
 		atomic_store(&p->reconnect_attempts, 0);
 		atomic_store(&p->reconnects, 0);

@@ -72,6 +72,12 @@ struct clt_req {
 	uint32_t data_len;
 	uint32_t usr_len;
 	uint32_t gen; /* same for every replay of one request */
+	/* the server session @gen belongs to: the epoch of the path it was
+	 * last posted on (see clt_path.epoch) */
+	uint32_t epoch;
+	/* posted at least once since submission: only such a request can
+	 * have run on a server session that was since lost */
+	bool posted;
 	int rsp_err;
 	_Atomic int state; /* enum clt_req_state: clt_req_change() only */
 	uint64_t start_ns;
@@ -119,6 +125,15 @@ struct clt_path {
 	unsigned int con_num;
 	struct clt_con cons[IBTRS_MAX_CONS_PER_PATH];
 	struct ibtrs_desc *rbufs; /* per chunk: address and key */
+	/*
+	 * The server session this path joined, from its conn_rsp (written
+	 * by the connecting thread before the path is up), and the
+	 * session's epoch it belongs to (written on the loop thread before
+	 * the path turns CONNECTED, read by submitters under @lock).
+	 */
+	uint64_t incarnation;
+	uint32_t rsp_flags; /* IBTRS_RSP_* */
+	uint32_t epoch;
 
 	/* INFO_RSP hand-over from the loop thread to the connecting one */
 	pthread_mutex_t info_lock;
@@ -145,6 +160,7 @@ struct clt_path {
 
 	_Atomic uint64_t inflight, rd_ops, rd_bytes, wr_ops, wr_bytes;
 	_Atomic uint64_t errors, proto_errors, failovers;
+	_Atomic uint64_t proto_xprt; /* of proto_errors: transport-level */
 	_Atomic uint64_t reconnect_attempts, reconnects, hb_rtt_ns;
 	struct ibtrs_hist hist;
 
@@ -256,6 +272,20 @@ struct ibtrs_clt {
 	struct iovec *sg_mem;
 	struct ibtrs_tags tag_ids;
 	_Atomic bool closing;
+
+	/*
+	 * The server session: its incarnation as the first join told it,
+	 * and the epoch, one more at every session loss (a join that found
+	 * another incarnation). Loop thread, but for the counters.
+	 */
+	bool replay_on_loss; /* opts.replay_on_session_loss */
+	bool inc_known;
+	bool inc_unsupported_logged;
+	uint64_t incarnation;
+	_Atomic uint64_t inc_shown; /* @incarnation for the stats, 0: none */
+	uint32_t epoch;
+	_Atomic uint64_t session_losses, unknown_outcome, replayed_after_loss;
+	char loss_reason[96]; /* under ev_lock */
 
 	struct ctl_node ctl;
 	/*

@@ -12,6 +12,7 @@
  * session is not closed meanwhile.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -142,6 +143,7 @@ static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 	json_u64(j, "wr_bytes", st.wr_bytes);
 	json_u64(j, "errors", st.errors);
 	json_u64(j, "proto_errors", st.proto_errors);
+	json_u64(j, "proto_xprt", st.proto_xprt);
 	json_u64(j, "failovers", st.failovers);
 	json_u64(j, "reconnect_attempts", st.reconnect_attempts);
 	json_u64(j, "reconnects", st.reconnects);
@@ -162,9 +164,10 @@ static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 static void clt_ctl_status(void *obj, struct json *j)
 {
 	struct ibtrs_clt *sess = obj;
+	struct ibtrs_clt_stats cs = { .size = sizeof(cs) };
 	struct ibtrs_event ev[16];
 	unsigned int i, n = atomic_load(&sess->path_cnt);
-	char uuid[37];
+	char uuid[37], inc[17], reason[sizeof(sess->loss_reason)];
 	size_t k, nev;
 
 	ibtrs_uuid_str(sess->uuid, uuid);
@@ -175,6 +178,20 @@ static void clt_ctl_status(void *obj, struct json *j)
 	json_str(j, "policy", ibtrs_mp_policy_str(atomic_load(&sess->policy)));
 	json_u64(j, "queue_depth", sess->queue_depth);
 	json_u64(j, "max_io_size", sess->max_io_size);
+	ibtrs_clt_get_stats(sess, &cs);
+	snprintf(inc, sizeof(inc), "%016llx",
+		 (unsigned long long)cs.incarnation);
+	json_str(j, "incarnation", cs.incarnation ? inc : "");
+	json_u64(j, "session_losses", cs.session_losses);
+	json_u64(j, "unknown_outcome", cs.unknown_outcome);
+	json_u64(j, "replayed_after_loss", cs.replayed_after_loss);
+	json_bool(j, "replay_on_session_loss", sess->replay_on_loss);
+	pthread_mutex_lock(&sess->ev_lock);
+	memcpy(reason, sess->loss_reason, sizeof(reason));
+	pthread_mutex_unlock(&sess->ev_lock);
+	json_str(j, "last_session_loss", reason);
+	json_u64(j, "proto_errors", cs.proto_errors);
+	json_u64(j, "proto_xprt", cs.proto_xprt);
 	ibtrs_loop_status(sess->loop, j);
 	json_arr_begin(j, "paths");
 	for (i = 0; i < n; i++)

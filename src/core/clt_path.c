@@ -165,6 +165,18 @@ void clt_path_say_close(struct clt_path *path)
 					    IBTRS_XPRT_IMM);
 }
 
+/* A frame the backend refused (-EPROTO from its error callback). */
+static void path_count_xprt_error(struct clt_path *path, int err)
+{
+	if (err != -EPROTO)
+		return;
+	atomic_fetch_add(&path->proto_errors, 1);
+	atomic_fetch_add(&path->proto_xprt, 1);
+	ibtrs_log(IBTRS_LOG_ERR,
+		  "session %s: path %s: transport protocol error",
+		  path->sess->sessname, path_name(path));
+}
+
 static void path_proto_error(struct clt_path *path, const char *what)
 {
 	char why[96];
@@ -174,6 +186,65 @@ static void path_proto_error(struct clt_path *path, const char *what)
 		  path->sess->sessname, path_name(path), what);
 	snprintf(why, sizeof(why), "protocol error: %s", what);
 	clt_path_fail(path, why);
+}
+
+/*
+ * Loop thread, @path just joined a server session: is it the one the
+ * session's requests went to? A join that lands on another incarnation
+ * (the server restarted, or ended the session: its grace ran out, or an
+ * operator ended it) is a session loss: the new session has no record
+ * of what the old one ran. The session's epoch moves on; the paths
+ * still up on the old incarnation are failed, and every request posted
+ * to it and not answered has an unknown outcome (req_reroute()).
+ */
+static void path_check_incarnation(struct clt_path *path)
+{
+	struct ibtrs_clt *sess = path->sess;
+	unsigned int i, n = atomic_load(&sess->path_cnt);
+	char why[96];
+
+	if (!(path->rsp_flags & IBTRS_RSP_INCARNATION)) {
+		if (!sess->inc_unsupported_logged)
+			ibtrs_log(
+				IBTRS_LOG_WARN,
+				"session %s: path %s: the server tells no incarnation: a restart cannot be detected",
+				sess->sessname, path_name(path));
+		sess->inc_unsupported_logged = true;
+		path->epoch = sess->epoch;
+		return;
+	}
+	if (!sess->inc_known || path->incarnation == sess->incarnation) {
+		sess->inc_known = true;
+		sess->incarnation = path->incarnation;
+		atomic_store(&sess->inc_shown, path->incarnation);
+		path->epoch = sess->epoch;
+		return;
+	}
+	snprintf(why, sizeof(why), "%s (incarnation %016llx, was %016llx)",
+		 path->rsp_flags & IBTRS_RSP_NEW_SESS
+			 ? "server made a new session"
+			 : "server session changed",
+		 (unsigned long long)path->incarnation,
+		 (unsigned long long)sess->incarnation);
+	sess->incarnation = path->incarnation;
+	atomic_store(&sess->inc_shown, path->incarnation);
+	sess->epoch++;
+	path->epoch = sess->epoch;
+	atomic_fetch_add(&sess->session_losses, 1);
+	pthread_mutex_lock(&sess->ev_lock);
+	snprintf(sess->loss_reason, sizeof(sess->loss_reason), "%s", why);
+	pthread_mutex_unlock(&sess->ev_lock);
+	clt_event(sess, (int)path->idx, "session lost: %s", why);
+	ibtrs_log(IBTRS_LOG_WARN, "session %s: session lost: %s",
+		  sess->sessname, why);
+	/* Paths still up on the old incarnation lead nowhere now. */
+	for (i = 0; i < n; i++) {
+		struct clt_path *p = sess->paths[i];
+
+		if (p != path && path_state(p) == IBTRS_PATH_CONNECTED &&
+		    p->epoch != sess->epoch)
+			clt_path_fail(p, "server session lost");
+	}
 }
 
 /* Loop thread: a connect finished; the path carries requests again. */
@@ -188,6 +259,7 @@ static void path_up_fn(void *arg)
 		path_change(path, IBTRS_PATH_CLOSED, "disconnected on request");
 		return;
 	}
+	path_check_incarnation(path);
 	if (path_change(path, IBTRS_PATH_CONNECTED, "connected"))
 		return;
 	atomic_store(&path->hb_rtt_ns, 0);
@@ -293,6 +365,7 @@ static void clt_con_err(struct ibtrs_xprt_con *xcon, int err)
 	struct clt_path *path = con->path;
 	char why[80];
 
+	path_count_xprt_error(path, err);
 	if (path_state(path) == IBTRS_PATH_CONNECTING) {
 		/* The connecting thread is waiting for INFO: wake it. */
 		pthread_mutex_lock(&path->info_lock);
@@ -349,6 +422,7 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		.cid_num = (uint16_t)path->con_num,
 		.recon_cnt = path->recon_cnt,
 		.first_conn = cid == 0,
+		.caps = IBTRS_CAP_GEN_FROM_1,
 	};
 	struct ibtrs_xprt_con_attr attr = {
 		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,
@@ -401,6 +475,14 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 	}
 	if (!ret)
 		ret = clt_set_geometry(sess, &r);
+	if (!ret && !cid) {
+		path->rsp_flags = r.flags;
+		path->incarnation = r.incarnation;
+	} else if (!ret && (r.flags & IBTRS_RSP_INCARNATION) &&
+		   r.incarnation != path->incarnation) {
+		/* The connections of one path join one session. */
+		ret = -EPROTO;
+	}
 	if (ret) {
 		if (con->xcon) {
 			sess->ops->disconnect(con->xcon);

@@ -298,8 +298,18 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	unsigned int cnt = 0, flags = IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED;
 	uint64_t raddr = rbuf->addr;
 	uint32_t imm;
+	bool was_posted;
 	int ret;
 
+	if (req->epoch != path->epoch) {
+		/* A path still on a server session that was lost. */
+		if ((int32_t)(req->epoch - path->epoch) > 0)
+			return -ENOTCONN;
+		/* The tag's first request in this server session: every tag
+		 * of a new session starts at generation 0 there. */
+		req->epoch = path->epoch;
+		req->gen = 1;
+	}
 	t.gen = req->gen;
 	if (req->dir == IBTRS_READ && req->data_len) {
 		if (!mem_desc(sess, req, &t.desc)) {
@@ -326,8 +336,10 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	imm = ibtrs_imm_req(req->mem_id, req->data_len + req->usr_len,
 			    sess->off_bits);
 
+	was_posted = req->posted;
 	req->path = path;
 	req->con = con;
+	req->posted = true;
 	/* With others in flight on the path, their completions are due and
 	 * more requests are likely to follow: the backend may gather this one
 	 * with them. Alone, it leaves at once. */
@@ -337,6 +349,7 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 	s = from;
 	if (clt_req_change(req, &s, CLT_REQ_INFLIGHT)) {
 		atomic_fetch_sub(&path->inflight, 1);
+		req->posted = was_posted;
 		req_unmap(req, false);
 		return -EINVAL;
 	}
@@ -348,6 +361,7 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 				    flags);
 	if (ret) {
 		/* Not sent: back to its owner, the submitter or the replay. */
+		req->posted = was_posted;
 		s = CLT_REQ_INFLIGHT;
 		clt_req_change(req, &s, from);
 		atomic_fetch_sub(&path->inflight, 1);
@@ -416,6 +430,7 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	struct clt_req *req;
 	size_t usr_len = 0, sum = 0, i;
 	unsigned int try, n;
+	uint32_t old_gen, old_epoch;
 	int ret = -ENOTCONN;
 	bool on_loop;
 
@@ -464,6 +479,11 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 	req->start_ns = on_loop ? ibtrs_loop_batch_ns(sess->loop)
 				: ibtrs_now_ns();
 	req->deadline_ns = 0;
+	req->posted = false;
+	/* A request never posted leaves no gap in the tag's generations:
+	 * the server's window counts on few. */
+	old_gen = req->gen;
+	old_epoch = req->epoch;
 	req->gen++; /* a new request; every post of it carries this */
 	n = atomic_load(&sess->path_cnt);
 	for (try = 0; try < n; try++) {
@@ -481,13 +501,17 @@ int ibtrs_clt_request(int dir, ibtrs_conf_fn *conf, struct ibtrs_clt *sess,
 			ret = -ENOTCONN;
 		if (!on_loop)
 			pthread_rwlock_unlock(&path->lock);
+		if (!ret)
+			return 0;
 		if (ret != -ENOTCONN)
-			return ret;
+			break;
 	}
-	if (sess->no_path_timeout_ns && !atomic_load(&sess->closing) &&
-	    clt_sess_has_hope(sess))
+	if (ret == -ENOTCONN && sess->no_path_timeout_ns &&
+	    !atomic_load(&sess->closing) && clt_sess_has_hope(sess))
 		return req_park_new(sess, req, on_loop);
-	return -ENOTCONN;
+	req->gen = old_gen;
+	req->epoch = old_epoch;
+	return ret;
 }
 
 /* ------------------------------------------------------------------ */
@@ -640,6 +664,14 @@ void clt_fail_pending(struct ibtrs_clt *sess, int err)
 /*
  * Loop thread, request claimed: post it on a path other than @from, or
  * park it until a path comes back, or fail it if none can.
+ *
+ * Every request here was posted to the server session of its epoch and
+ * not answered, or (no_path_timeout_ms) never posted at all. If the path
+ * found is on a newer session (a session loss, path_check_incarnation()),
+ * nobody can tell whether the old session ran a posted request: by
+ * default it completes with -ECONNRESET ("may or may not have run"); with
+ * replay_on_session_loss it is sent to the new session as a new request,
+ * which runs it, perhaps a second time.
  */
 static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
 			const struct clt_path *from)
@@ -653,15 +685,28 @@ static void req_reroute(struct ibtrs_clt *sess, struct clt_req *req,
 		int idx = clt_select_path(sess, from);
 		struct clt_path *path;
 		int ret = -ENOTCONN;
+		bool lost;
 
 		if (idx < 0)
 			break;
 		path = sess->paths[idx];
 		/* Loop thread: the path stays as checked (path_change()). */
-		if (atomic_load(&path->state) == IBTRS_PATH_CONNECTED)
-			ret = clt_req_post(path, req);
-		if (!ret)
+		if (atomic_load(&path->state) != IBTRS_PATH_CONNECTED)
+			continue;
+		/* Parked before it was ever posted (no_path_timeout_ms), it
+		 * cannot have run anywhere: it is simply sent. */
+		lost = req->posted && (int32_t)(path->epoch - req->epoch) > 0;
+		if (lost && !sess->replay_on_loss) {
+			atomic_fetch_add(&sess->unknown_outcome, 1);
+			req_complete(req, -ECONNRESET);
 			return;
+		}
+		ret = clt_req_post(path, req);
+		if (!ret) {
+			if (lost)
+				atomic_fetch_add(&sess->replayed_after_loss, 1);
+			return;
+		}
 	}
 	if (!atomic_load(&sess->closing) && clt_sess_has_hope(sess) &&
 	    now < req->deadline_ns) {

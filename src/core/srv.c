@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 
 #include "addr.h"
 #include "core.h"
@@ -56,9 +57,17 @@
  * path (the client's failover) runs at most once: a replay of a running
  * request is answered when it finishes, a replay of a finished one is
  * answered at once with the same result, and rdma_ev is not called again.
+ *
+ * Generations are checked against a window around the last one
+ * (ibtrs_gen_classify(), IBTRS_GEN_WINDOW): ahead within it is a new
+ * request, behind within it a stale copy, answered -ESTALE and not run;
+ * outside it the request is refused with -EPROTO and the operation's
+ * state is left as it was, so no value a peer sends can make the tag
+ * drop the client's later generations. A never used operation stands at
+ * generation 0: the client starts every tag of a new session at 1.
  */
 enum op_state {
-	OP_IDLE,    /* never used */
+	OP_IDLE,    /* never used; @gen is 0 */
 	OP_RUNNING, /* given to the application */
 	OP_DONE,    /* answered; @gen and @result are kept */
 };
@@ -99,6 +108,10 @@ struct srv_path {
 	struct srv_con *cons[IBTRS_MAX_CONS_PER_PATH];
 	bool connected;
 	uint64_t rd_ops, rd_bytes, wr_ops, wr_bytes; /* loop thread */
+	/* protocol errors seen on this path: transport-level (framing the
+	 * backend refused), message-level (the path was closed for it), and
+	 * requests refused for a generation outside the window */
+	_Atomic uint64_t proto_xprt, proto_msg, gen_rejected;
 	uint64_t last_rx_ns;
 	uint64_t last_hb_tx_ns;
 	char peer[IBTRS_SOCKADDR_STR_LEN];
@@ -117,6 +130,10 @@ struct ibtrs_srv {
 	bool connected_ev;    /* CONNECTED delivered, DISCONNECTED owed */
 	bool client_closed;   /* the client said goodbye: no grace */
 	uint64_t grace_until; /* no path: kept until then for a rejoin */
+	uint64_t incarnation; /* random, never 0: told at every join */
+	bool gen_from_1;      /* its client has IBTRS_CAP_GEN_FROM_1 */
+	/* protocol errors of the session's paths, closed ones included */
+	_Atomic uint64_t proto_xprt, proto_msg, gen_rejected;
 	char *chunks;
 	size_t pool_len;
 	uint64_t mem; /* counted against the memory limit */
@@ -147,6 +164,10 @@ struct ibtrs_srv_ctx {
 	uint64_t mem_used; /* under @lock: what the limit counts */
 	uint64_t grace_ns;
 	_Atomic uint64_t requests, replays, busy, proto_errors, stale;
+	/* kinds of proto_errors (which also counts bad connection requests,
+	 * before any session) */
+	_Atomic uint64_t proto_xprt, proto_msg, gen_rejected;
+	_Atomic uint64_t refused_full; /* new sessions refused: server full */
 	_Atomic unsigned int nr_paths;
 	struct ctl_node ctl;
 };
@@ -229,32 +250,29 @@ static void sess_unlink(struct ibtrs_srv *sess)
 }
 
 /*
- * End the session whose grace runs out first, if any; true if that freed
- * room (its chunks go once its requests were answered).
+ * A random incarnation for a new session, never 0 (which a client takes
+ * for "not told"). Without entropy the clock and the address stand in:
+ * what matters is that a restarted server does not repeat the last one.
  */
-static bool sess_evict_graced(struct ibtrs_srv_ctx *ctx)
+static uint64_t sess_new_incarnation(const struct ibtrs_srv *sess)
 {
-	struct ibtrs_srv *s, *victim = NULL;
-	unsigned int before;
-	bool freed;
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = ibtrs_real_now_ns() ^ ((uint64_t)(uintptr_t)sess << 16);
+	return v ? v : 1;
+}
+
+/* Sessions whose client is gone and that wait out their grace. */
+static unsigned int sess_nr_graced(const struct ibtrs_srv_ctx *ctx)
+{
+	const struct ibtrs_srv *s;
+	unsigned int n = 0;
 
 	for (s = ctx->sessions; s; s = s->next)
-		if (!s->nr_paths && s->grace_until &&
-		    (!victim || s->grace_until < victim->grace_until))
-			victim = s;
-	if (!victim)
-		return false;
-	ibtrs_log(IBTRS_LOG_INFO, "session %s: dropped early to make room",
-		  victim->sessname);
-	pthread_mutex_lock(&ctx->lock);
-	before = ctx->nr_sessions;
-	pthread_mutex_unlock(&ctx->lock);
-	sess_unlink(victim);
-	sess_put(victim);
-	pthread_mutex_lock(&ctx->lock);
-	freed = ctx->nr_sessions < before;
-	pthread_mutex_unlock(&ctx->lock);
-	return freed;
+		if (!s->nr_paths && s->grace_until)
+			n++;
+	return n;
 }
 
 static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
@@ -268,10 +286,20 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->nr_sessions >= ctx->max_sessions ||
 	    !mem_fits(ctx, sess_mem(ctx))) {
+		unsigned int nr = ctx->nr_sessions;
+
 		pthread_mutex_unlock(&ctx->lock);
-		/* Full: a session only waiting for its client gives way. */
-		if (sess_evict_graced(ctx))
-			return sess_create(ctx, uuid, err);
+		/*
+		 * Full. A session in its grace period is not ended to make
+		 * room: its client may come back and replay what it had in
+		 * flight, and only this session can tell a replay from a new
+		 * request. The newcomer is refused and may retry.
+		 */
+		atomic_fetch_add(&ctx->refused_full, 1);
+		ibtrs_log_rl(
+			IBTRS_LOG_WARN,
+			"server: full (%u of %u sessions, %u of them waiting for their client to return; or the memory limit): new session refused",
+			nr, ctx->max_sessions, sess_nr_graced(ctx));
 		*err = -ENOSPC;
 		return NULL;
 	}
@@ -287,6 +315,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	sess->ctx = ctx;
 	sess->mem = sess_mem(ctx);
 	memcpy(sess->uuid, uuid, IBTRS_UUID_LEN);
+	sess->incarnation = sess_new_incarnation(sess);
 	sess->pool_len = (size_t)ctx->queue_depth * ctx->chunk_size;
 	/*
 	 * Reserved, registered whole (the client is told every chunk), but
@@ -410,9 +439,37 @@ static void path_close(struct srv_path *path, const char *why)
 	sess_put(sess);
 }
 
+/* A protocol error of one of the kinds counted per path and session. */
+enum srv_proto_kind { PROTO_XPRT, PROTO_MSG, PROTO_GEN };
+
+static void count_proto_error(struct srv_path *path, enum srv_proto_kind k)
+{
+	struct ibtrs_srv *sess = path->sess;
+	struct ibtrs_srv_ctx *ctx = sess->ctx;
+
+	atomic_fetch_add(&ctx->proto_errors, 1);
+	switch (k) {
+	case PROTO_XPRT:
+		atomic_fetch_add(&path->proto_xprt, 1);
+		atomic_fetch_add(&sess->proto_xprt, 1);
+		atomic_fetch_add(&ctx->proto_xprt, 1);
+		break;
+	case PROTO_MSG:
+		atomic_fetch_add(&path->proto_msg, 1);
+		atomic_fetch_add(&sess->proto_msg, 1);
+		atomic_fetch_add(&ctx->proto_msg, 1);
+		break;
+	case PROTO_GEN:
+		atomic_fetch_add(&path->gen_rejected, 1);
+		atomic_fetch_add(&sess->gen_rejected, 1);
+		atomic_fetch_add(&ctx->gen_rejected, 1);
+		break;
+	}
+}
+
 static void path_proto_error(struct srv_path *path, const char *what)
 {
-	atomic_fetch_add(&path->sess->ctx->proto_errors, 1);
+	count_proto_error(path, PROTO_MSG);
 	ibtrs_log(IBTRS_LOG_ERR, "session %s: path %s: protocol error: %s",
 		  path->sess->sessname[0] ? path->sess->sessname : "(unnamed)",
 		  path->peer, what);
@@ -426,6 +483,17 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
 
 	if (!con->path)
 		return;
+	/* The backend refused what the peer sent (a bad frame, a remote
+	 * access out of bounds): a protocol error below the messages. */
+	if (err == -EPROTO) {
+		count_proto_error(con->path, PROTO_XPRT);
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"session %s: path %s: connection %u: transport protocol error",
+			con->sess->sessname[0] ? con->sess->sessname
+					       : "(unnamed)",
+			con->path->peer, con->cid);
+	}
 	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
 		 strerror(-err));
 	path_close(con->path, why);
@@ -507,6 +575,7 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 	struct ibtrs_req_trailer t;
 	struct ibtrs_srv_op *op;
 	struct srv_con *old;
+	enum ibtrs_gen_pos pos;
 	uint32_t chunk, off, data_len;
 	int ret, result;
 	char *base;
@@ -527,19 +596,47 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 		return -EPROTO;
 	op = &sess->ops[chunk];
 	pthread_spin_lock(&op->lock);
-	if (op->state != OP_IDLE && (int32_t)(t.gen - op->gen) < 0) {
+	pos = ibtrs_gen_classify(op->gen, t.gen);
+	if (op->state == OP_IDLE && !sess->gen_from_1)
+		/* A client of before goes on with its generations in a new
+		 * session: the first one sets the tag's. */
+		pos = IBTRS_GEN_NEXT;
+	else if (pos == IBTRS_GEN_SAME && op->state == OP_IDLE)
+		pos = IBTRS_GEN_OUTSIDE; /* the first request carries >= 1 */
+	if (pos == IBTRS_GEN_OUTSIDE) {
+		/*
+		 * No request of this client: refused alone, and the tag
+		 * keeps its state, so that the client's next generation is
+		 * still the next one.
+		 */
+		pthread_spin_unlock(&op->lock);
+		count_proto_error(con->path, PROTO_GEN);
+		ibtrs_log_rl(
+			IBTRS_LOG_WARN,
+			"session %s: path %s: chunk %u: generation %u outside the window of %u: refused",
+			sess->sessname, con->path->peer, chunk, t.gen, op->gen);
+		atomic_fetch_add(&con->refs, 1);
+		send_rsp(con, chunk, IBTRS_WRITE, 0, NULL, -EPROTO);
+		return 0;
+	}
+	if (pos == IBTRS_GEN_STALE) {
 		/*
 		 * Older than the request this chunk ran last: a copy that a
 		 * dead path delivered after its replay ran and the client
 		 * went on with the tag. Running it again would undo the
-		 * requests after it; the client waits for no answer.
+		 * requests after it. It is answered -ESTALE where it came
+		 * from, which a client that went on never reads, and which
+		 * ends a request that an impostor's generation overtook
+		 * rather than leaving it unanswered.
 		 */
 		pthread_spin_unlock(&op->lock);
 		atomic_fetch_add(&ctx->stale, 1);
+		atomic_fetch_add(&con->refs, 1);
+		send_rsp(con, chunk, IBTRS_WRITE, 0, NULL, -ESTALE);
 		return 0;
 	}
 	atomic_fetch_add(&con->refs, 1); /* for the answer, whichever */
-	if (op->gen == t.gen && op->state != OP_IDLE && op->dir == t.dir &&
+	if (pos == IBTRS_GEN_SAME && op->dir == t.dir &&
 	    op->data_len == data_len) {
 		/* A replay: the client's path died while this ran. */
 		atomic_fetch_add(&ctx->replays, 1);
@@ -755,8 +852,14 @@ static struct ibtrs_srv *find_sess(struct ibtrs_srv_ctx *ctx,
 	return NULL;
 }
 
+/*
+ * Accept connection @cid of @path. Every accept tells the session's
+ * incarnation, and whether this connection created the session, so that
+ * a client that comes back can tell its session from a new one.
+ */
 static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
-			 struct ibtrs_xprt_connreq *req, uint16_t cid)
+			 struct ibtrs_xprt_connreq *req, uint16_t cid,
+			 bool created)
 {
 	struct ibtrs_srv *sess = path->sess;
 	struct ibtrs_xprt_con_attr attr = {
@@ -771,6 +874,9 @@ static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
 		.max_io_size = ctx->max_io_size,
 		.chunk_size = ctx->chunk_size,
 		.max_usr_msg = IBTRS_MAX_USR_MSG,
+		.flags = IBTRS_RSP_INCARNATION |
+			 (created ? IBTRS_RSP_NEW_SESS : 0),
+		.incarnation = sess->incarnation,
 	};
 	struct ibtrs_msg_conn_rsp m;
 	struct srv_con *con;
@@ -885,6 +991,8 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		}
 		sess = sess_create(ctx, cr.sess_uuid, &ret);
 		created = sess != NULL;
+		if (sess)
+			sess->gen_from_1 = cr.caps & IBTRS_CAP_GEN_FROM_1;
 		if (!sess) {
 			ibtrs_log(
 				IBTRS_LOG_WARN,
@@ -919,7 +1027,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		reject(ctx, req, -EBUSY);
 		return;
 	}
-	ret = srv_con_setup(ctx, path, req, cr.cid);
+	ret = srv_con_setup(ctx, path, req, cr.cid, created);
 	if (ret) {
 		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection %u failed: %s",
 			  peer, cr.cid, strerror(-ret));
@@ -1301,6 +1409,10 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
 	v.busy = atomic_load(&ctx->busy);
 	v.proto_errors = atomic_load(&ctx->proto_errors);
 	v.stale = atomic_load(&ctx->stale);
+	v.proto_xprt = atomic_load(&ctx->proto_xprt);
+	v.proto_msg = atomic_load(&ctx->proto_msg);
+	v.gen_rejected = atomic_load(&ctx->gen_rejected);
+	v.refused_full = atomic_load(&ctx->refused_full);
 	memcpy(st, &v, v.size);
 	return 0;
 }
@@ -1340,6 +1452,10 @@ static void walk_sessions(void *arg)
 			.sessname = sess->sessname,
 			.uuid = sess->uuid,
 			.graced = !sess->nr_paths && sess->grace_until > now,
+			.incarnation = sess->incarnation,
+			.proto_xprt = atomic_load(&sess->proto_xprt),
+			.proto_msg = atomic_load(&sess->proto_msg),
+			.gen_rejected = atomic_load(&sess->gen_rejected),
 		};
 		struct srv_path *path;
 
@@ -1355,6 +1471,10 @@ static void walk_sessions(void *arg)
 				.rd_bytes = path->rd_bytes,
 				.wr_ops = path->wr_ops,
 				.wr_bytes = path->wr_bytes,
+				.proto_xprt = atomic_load(&path->proto_xprt),
+				.proto_msg = atomic_load(&path->proto_msg),
+				.gen_rejected =
+					atomic_load(&path->gen_rejected),
 			};
 
 			w->path(w->arg, &vp);

@@ -41,12 +41,17 @@ struct srv_ctl_info {
  * @uuid: its id
  * @graced: it has no path and is kept for a rejoin
  * @grace_ms_left: for how much longer, when @graced
+ * @incarnation: its random identity, told to the client at every join
+ * @proto_xprt, @proto_msg, @gen_rejected: protocol errors of its paths, by
+ *                                         kind, closed paths included
  */
 struct srv_ctl_sess {
 	const char *sessname;
 	const uint8_t *uuid;
 	bool graced;
 	uint64_t grace_ms_left;
+	uint64_t incarnation;
+	uint64_t proto_xprt, proto_msg, gen_rejected;
 };
 
 /**
@@ -58,12 +63,14 @@ struct srv_ctl_sess {
  * @rd_bytes: their bytes
  * @wr_ops: WRITEs served
  * @wr_bytes: their bytes
+ * @proto_xprt, @proto_msg, @gen_rejected: its protocol errors, by kind
  */
 struct srv_ctl_path {
 	const char *peer;
 	bool connected;
 	unsigned int nr_cons;
 	uint64_t rd_ops, rd_bytes, wr_ops, wr_bytes;
+	uint64_t proto_xprt, proto_msg, gen_rejected;
 };
 
 /**

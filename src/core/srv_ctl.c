@@ -6,6 +6,8 @@
  * not closed meanwhile; the sessions are read on the context's loop
  * thread (srv_ctl_walk()).
  */
+#include <stdio.h>
+
 #include "json.h"
 #include "srv.h"
 #include "util.h"
@@ -13,12 +15,20 @@
 static void walk_sess(void *arg, const struct srv_ctl_sess *s)
 {
 	struct json *j = arg;
-	char uuid[37];
+	char uuid[37], inc[17];
 
 	ibtrs_uuid_str(s->uuid, uuid);
 	json_obj_begin(j, NULL);
 	json_str(j, "sessname", s->sessname);
 	json_str(j, "uuid", uuid);
+	snprintf(inc, sizeof(inc), "%016llx",
+		 (unsigned long long)s->incarnation);
+	json_str(j, "incarnation", inc);
+	json_u64(j, "proto_errors",
+		 s->proto_xprt + s->proto_msg + s->gen_rejected);
+	json_u64(j, "proto_xprt", s->proto_xprt);
+	json_u64(j, "proto_msg", s->proto_msg);
+	json_u64(j, "gen_rejected", s->gen_rejected);
 	if (s->graced)
 		json_u64(j, "grace_ms_left", s->grace_ms_left);
 	json_arr_begin(j, "paths");
@@ -36,6 +46,11 @@ static void walk_path(void *arg, const struct srv_ctl_path *p)
 	json_u64(j, "rd_bytes", p->rd_bytes);
 	json_u64(j, "wr_ops", p->wr_ops);
 	json_u64(j, "wr_bytes", p->wr_bytes);
+	json_u64(j, "proto_errors",
+		 p->proto_xprt + p->proto_msg + p->gen_rejected);
+	json_u64(j, "proto_xprt", p->proto_xprt);
+	json_u64(j, "proto_msg", p->proto_msg);
+	json_u64(j, "gen_rejected", p->gen_rejected);
 	json_obj_end(j);
 }
 
@@ -74,6 +89,10 @@ static void srv_ctl_status(void *obj, struct json *j)
 	json_u64(j, "busy", st.busy);
 	json_u64(j, "proto_errors", st.proto_errors);
 	json_u64(j, "stale", st.stale);
+	json_u64(j, "proto_xprt", st.proto_xprt);
+	json_u64(j, "proto_msg", st.proto_msg);
+	json_u64(j, "gen_rejected", st.gen_rejected);
+	json_u64(j, "refused_full", st.refused_full);
 	ibtrs_loop_status(info.loop, j);
 	json_arr_begin(j, "sessions");
 	srv_ctl_walk(ctx, &w);

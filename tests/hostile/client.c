@@ -421,6 +421,40 @@ static void wait_path_down(struct ibtrs_clt *sess, const char *what)
 	}
 }
 
+/*
+ * The attack after the open is counted as a protocol error of the path and
+ * of the session: transport level for what the backend refuses (a bad
+ * frame, an access out of bounds, a message without a receive), message
+ * level for the rest.
+ */
+static void fake_check_counters(struct ibtrs_clt *sess, enum fake_mode mode)
+{
+	struct ibtrs_clt_stats st = { .size = sizeof(st) };
+	struct ibtrs_path_stats ps = { .size = sizeof(ps) };
+	bool xprt = mode == FAKE_BAD_FRAME || mode == FAKE_HUGE_FRAME ||
+		    mode == FAKE_BAD_HDRS || mode == FAKE_BAD_RKEY ||
+		    mode == FAKE_SEND_NO_RECV;
+	bool msg = mode == FAKE_RSP_NOT_INFLIGHT ||
+		   mode == FAKE_RSP_CHUNK_RANGE || mode == FAKE_UNKNOWN_IMM ||
+		   mode == FAKE_DOUBLE_RSP || mode == FAKE_SEND_EMPTY;
+
+	CHECK_EQ(ibtrs_clt_get_stats(sess, &st), 0);
+	CHECK_EQ(ibtrs_clt_path_stats(sess, 0, &ps), 0);
+	printf("fake %s: proto errors %llu (transport %llu)\n",
+	       fake_names[mode], (unsigned long long)st.proto_errors,
+	       (unsigned long long)st.proto_xprt);
+	CHECK_EQ(st.proto_errors, ps.proto_errors);
+	CHECK_EQ(st.proto_xprt, ps.proto_xprt);
+	if (xprt) {
+		CHECK_EQ(st.proto_xprt, 1);
+		CHECK_EQ(st.proto_errors, 1);
+	}
+	if (msg) {
+		CHECK_EQ(st.proto_xprt, 0);
+		CHECK_EQ(st.proto_errors, 1);
+	}
+}
+
 static void fake_case(enum fake_mode mode)
 {
 	static unsigned char data[4096];
@@ -526,6 +560,7 @@ static void fake_case(enum fake_mode mode)
 		CHECK_EQ(write(fk.ctl[1], "g", 1), 1);
 		wait_path_down(sess, what);
 	}
+	fake_check_counters(sess, mode);
 	/* Nothing can be sent on a session without a path. */
 	tag = ibtrs_clt_get_tag(sess, IBTRS_IO_CON, IBTRS_TAG_NOWAIT);
 	CHECK(tag);

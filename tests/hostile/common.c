@@ -687,6 +687,18 @@ int atk_req(struct atk *a, unsigned int con, uint32_t chunk, int dir,
 	return ret;
 }
 
+/* An error answer @err to a request on @chunk. */
+void atk_expect_err(struct atk *a, unsigned int con, uint32_t chunk, int err)
+{
+	unsigned char buf[64];
+	struct tcp_frame f;
+
+	rt_recv_frame(a->fd[con], &f, buf, sizeof(buf), IO_TIMEOUT_MS);
+	CHECK_EQ(f.op, TCP_OP_WRITE_IMM);
+	CHECK_EQ(f.imm, ibtrs_imm_rsp(chunk, err));
+	CHECK_EQ(f.len, 0);
+}
+
 /* The response to a request on @chunk, with @len bytes of READ data. */
 void atk_expect_rsp(struct atk *a, unsigned int con, uint32_t chunk,
 		    const struct ibtrs_desc *desc)
@@ -777,6 +789,11 @@ static void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max < 1024 ? rl.rlim_max : 1024;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+struct ibtrs_clt *good_session(void)
+{
+	return good.sess;
 }
 
 unsigned long long good_ops(void)

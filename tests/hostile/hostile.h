@@ -77,6 +77,8 @@ void hostile_setup(void);
 void check_good(const char *what, unsigned long long before);
 /* The good session's verified operations so far. */
 unsigned long long good_ops(void);
+/* The good client's session (the attacks on the same session need it). */
+struct ibtrs_clt *good_session(void);
 /* Run @n cases in order, each followed by check_good(). */
 void hostile_run(const struct hcase *cases, size_t n);
 /* The closing checks; @name is the program's. Return: its exit status. */
@@ -138,6 +140,8 @@ int atk_req(struct atk *a, unsigned int con, uint32_t chunk, int dir,
 /* The response to a request on @chunk, with @len bytes of READ data. */
 void atk_expect_rsp(struct atk *a, unsigned int con, uint32_t chunk,
 		    const struct ibtrs_desc *desc);
+/* An error answer @err to a request on @chunk. */
+void atk_expect_err(struct atk *a, unsigned int con, uint32_t chunk, int err);
 /* Positive control: the connection works before it is attacked. */
 void atk_ping(struct atk *a, unsigned int con, uint32_t chunk);
 /* Every connection of @a must be closed by the server. */

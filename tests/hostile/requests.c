@@ -210,8 +210,8 @@ static void case_busy_chunk(void)
 /*
  * A late copy of an old request: after the tag ran a newer one, a request
  * with an older generation (what a dead path delivers after its replay
- * ran) is dropped, unanswered and not run, and counted as stale; the same
- * generation again is a replay, answered without running.
+ * ran) is not run, answered -ESTALE where it came from, and counted as
+ * stale; the same generation again is a replay, answered without running.
  */
 static void case_stale_gen(void)
 {
@@ -231,11 +231,12 @@ static void case_stale_gen(void)
 	atk_expect_rsp(&a, 0, 4, NULL);
 	a.gen = 4; /* generation 5: older than 10 */
 	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
+	atk_expect_err(&a, 0, 4, -ESTALE);
 	a.gen = 9; /* generation 10 again: a replay */
 	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
 	atk_expect_rsp(&a, 0, 4, NULL);
-	/* Generation 11: a new request, run and answered. The stale one
-	 * would have been answered before the replay: one answer each. */
+	/* Generation 11: a new request, run and answered: one answer
+	 * each. */
 	CHECK_EQ(atk_req(&a, 0, 4, IBTRS_WRITE, 64, 8, NULL), 0);
 	atk_expect_rsp(&a, 0, 4, NULL);
 	CHECK_EQ(atomic_load(&srv.atk_reqs), before + 2);

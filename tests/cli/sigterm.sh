@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# sigterm.sh - "ibtrs bench" ends within 2 s of SIGTERM (and of SIGINT)
+# whatever is in flight: here every path drops everything (IBTRS_FAULT
+# drop on both paths), so requests are stuck and their tags held. The
+# requests still in flight fail as the session closes, and the bench
+# exits 1.
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir.
+
+# shellcheck source-path=SCRIPTDIR source=common.bash
+. "$(dirname "$0")/common.bash"
+
+command -v python3 >/dev/null 2>&1 || skip "no python3 to read the JSON"
+
+export IBTRS_RUNTIME_DIR
+IBTRS_RUNTIME_DIR=$(mktemp -d "$TMP/rt.XXXXXX") || fail "mktemp"
+
+start_server srv --port 0 --quiet
+
+# all_down PID: no path of PID's session is connected (the heartbeats of
+# the dropping paths timed out: their requests are parked, stuck).
+all_down() {
+	run_bounded 20 "$IBTRS" status --json 2>/dev/null </dev/null |
+		python3 -c '
+import json, sys
+pid = int(sys.argv[1])
+for p in json.load(sys.stdin):
+    if p["pid"] == pid and p["clients"]:
+        paths = p["clients"][0]["paths"]
+        sys.exit(0 if paths and all(x["state"] != "connected"
+                                    for x in paths) else 1)
+sys.exit(1)' "$1"
+}
+
+# stuck SIGNAL: a bench whose paths both start dropping after 1 s gets
+# SIGNAL once requests are stuck; it must be gone within 2 s.
+stuck() {
+	local sig=$1 pid i t0 t1 ms rc
+	IBTRS_FAULT=0:drop@1000,1:drop@1000 "$IBTRS" bench \
+		--path ip:127.0.0.1 --path ip:127.0.0.2,ip:127.0.0.1 \
+		--port "$SRV_PORT" --verify --qd 16 --time 120 --json \
+		>"$TMP/$sig.json" 2>"$TMP/$sig.err" &
+	pid=$!
+	PIDS+=("$pid")
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$pid" 2>/dev/null || fail "$sig: the bench is gone"
+		all_down "$pid" && break
+		sleep 0.1
+	done
+	all_down "$pid" || fail "$sig: the paths did not go down"
+	t0=$(date +%s%N)
+	kill "-$sig" "$pid"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.02
+	done
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	kill -0 "$pid" 2>/dev/null && fail "$sig: the bench still runs after 2 s"
+	wait "$pid"
+	rc=$?
+	echo "$sig: exit $rc after $ms ms: $(head -c 400 "$TMP/$sig.json")"
+	sed 's/^/  stderr: /' "$TMP/$sig.err" | head -5
+	[ "$ms" -le 2000 ] || fail "$sig: the bench took $ms ms to end"
+	[ "$rc" -eq 1 ] || fail "$sig: exit $rc, expected 1"
+	python3 - "$TMP/$sig.json" "$sig" <<'PY' ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["signal"] == "SIG" + sys.argv[2], d["signal"]
+# The requests stuck on the dropping paths failed at close.
+assert d["errors"] > 0 and d["lost"] == 0, (d["errors"], d["lost"])
+assert d["verify_failures"] == 0
+PY
+		fail "$sig: unexpected result: $(cat "$TMP/$sig.json")"
+}
+
+stuck TERM
+stuck INT
+stop_server "$SRV_PID"
+echo "PASS"
