@@ -119,7 +119,8 @@ static void srv_answer_held(void)
 }
 
 static struct ibtrs_clt *clt_open(const char *name, uint16_t port, bool replay,
-				  uint8_t reconnect_delay)
+				  uint8_t reconnect_delay,
+				  uint32_t no_path_timeout_ms)
 {
 	struct sockaddr_storage dst;
 	struct ibtrs_addr addr = { .dst = &dst };
@@ -135,6 +136,7 @@ static struct ibtrs_clt *clt_open(const char *name, uint16_t port, bool replay,
 	o.failover_timeout_ms = 20000;
 	o.no_control = true;
 	o.replay_on_session_loss = replay;
+	o.no_path_timeout_ms = no_path_timeout_ms;
 	return ibtrs_clt_open_opts(&o);
 }
 
@@ -252,7 +254,8 @@ static void test_restart(bool replay)
 	atomic_store(&s.runs, 0);
 	srv = srv_open(0, 0);
 	port = ibtrs_srv_get_port(srv);
-	sess = clt_open(replay ? "restart-replay" : "restart", port, replay, 1);
+	sess = clt_open(replay ? "restart-replay" : "restart", port, replay, 1,
+			0);
 	CHECK(sess);
 	CHECK_EQ(ibtrs_clt_get_stats(sess, &st), 0);
 	CHECK(st.incarnation != 0);
@@ -320,7 +323,7 @@ static void test_full(void)
 	atomic_store(&s.runs, 0);
 	srv = srv_open(0, 2);
 	port = ibtrs_srv_get_port(srv);
-	x = clt_open("full-x", port, false, 3);
+	x = clt_open("full-x", port, false, 3, 0);
 	CHECK(x);
 	srv_hold(true);
 	submit_held(x);
@@ -340,10 +343,10 @@ static void test_full(void)
 	CHECK_EQ(ss.sessions, 1);
 
 	/* Another client takes the last room; a third is refused. */
-	y = clt_open("full-y", port, false, 1);
+	y = clt_open("full-y", port, false, 1, 0);
 	CHECK(y);
 	errno = 0;
-	z = clt_open("full-z", port, false, 1);
+	z = clt_open("full-z", port, false, 1, 0);
 	printf("full: third client: %s (%s)\n", z ? "opened" : "refused",
 	       strerror(errno));
 	CHECK(!z);
@@ -377,6 +380,49 @@ static void test_full(void)
 	ibtrs_srv_close(srv);
 }
 
+/*
+ * Requests submitted while the server is away wait for a path
+ * (no_path_timeout_ms): never posted, they cannot have run on the lost
+ * server session, so the new one simply runs them, once each; they are no
+ * unknown outcome.
+ */
+static void test_parked_new(void)
+{
+	struct ibtrs_clt_stats st = { .size = sizeof(st) };
+	struct ibtrs_srv_ctx *srv;
+	struct ibtrs_clt *sess;
+	uint16_t port;
+	unsigned int i, runs;
+
+	srv = srv_open(0, 0);
+	port = ibtrs_srv_get_port(srv);
+	sess = clt_open("parked-new", port, false, 1, 20000);
+	CHECK(sess);
+	for (i = 0; i < NR_HELD; i++)
+		one_io(sess);
+	ibtrs_srv_close(srv);
+	CHECK(wait_connected(sess, false, 10000));
+	submit_held(sess);
+	for (i = 0; i < NR_HELD; i++)
+		CHECK_EQ(atomic_load(&reqs[i].calls), 0);
+	runs = atomic_load(&s.runs);
+	srv = srv_open(port, 0);
+	CHECK(wait_all_done(15000));
+	CHECK_EQ(ibtrs_clt_get_stats(sess, &st), 0);
+	printf("parked new: session losses %llu, unknown outcome %llu, runs %u\n",
+	       (unsigned long long)st.session_losses,
+	       (unsigned long long)st.unknown_outcome,
+	       atomic_load(&s.runs) - runs);
+	CHECK_EQ(st.session_losses, 1);
+	CHECK_EQ(st.unknown_outcome, 0);
+	for (i = 0; i < NR_HELD; i++)
+		CHECK_EQ(atomic_load(&reqs[i].err), 0);
+	CHECK_EQ(atomic_load(&s.runs), runs + NR_HELD);
+	put_held(sess);
+	ibtrs_clt_close(sess);
+	ibtrs_srv_close(srv);
+}
+
 int main(void)
 {
 	t_watchdog(240);
@@ -385,6 +431,7 @@ int main(void)
 	test_restart(false);
 	test_restart(true);
 	test_full();
+	test_parked_new();
 	printf("PASS\n");
 	return 0;
 }
