@@ -70,6 +70,28 @@ run_bench() {
 	bench_pid=$!
 }
 
+# wait_bench NAME SECONDS: the bench's exit status once it ends by itself,
+# at most SECONDS later; a bench still running then is a failure of its
+# own (its last stderr lines printed), stopped with SIGTERM, then SIGKILL.
+wait_bench() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$bench_pid" 2>/dev/null; then
+		echo "FAIL $1: bench still running $2 s after its end"
+		tail -n 20 "$tmp/$1.err"
+		netns_stop_proc "$bench_pid"
+		bench_pid=
+		return 124
+	fi
+	wait "$bench_pid"
+	local rc=$?
+	bench_pid=
+	return $rc
+}
+
 # check NAME RC PATHS: the verdict of one run; PATHS lists the indexes of
 # the paths that failed and must have reconnected.
 check() {
@@ -125,9 +147,8 @@ scenario_link() {
 	netns_link 1 down
 	sleep 2.5
 	netns_link 1 up
-	wait "$bench_pid"
+	wait_bench link 120
 	local rc=$?
-	bench_pid=
 	stop_server
 	check link "$rc" 1
 }
@@ -142,9 +163,8 @@ scenario_nopath() {
 	sleep 2
 	netns_link 0 up
 	netns_link 1 up
-	wait "$bench_pid"
+	wait_bench nopath 120
 	local rc=$?
-	bench_pid=
 	stop_server
 	check nopath "$rc" 0,1
 }
