@@ -110,6 +110,21 @@ int ibtrs_clt_path_stats(struct ibtrs_clt *sess, unsigned int idx,
 }
 
 /**
+ * ibtrs_clt_get_stats() - fake: the session's counters, all 0
+ * @sess: a fake session
+ * @st: filled
+ *
+ * Return: 0.
+ */
+int ibtrs_clt_get_stats(struct ibtrs_clt *sess, struct ibtrs_clt_stats *st)
+{
+	(void)sess;
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	return 0;
+}
+
+/**
  * ibtrs_clt_get_events() - fake: one event
  * @sess: a fake session
  * @ev: room for @max
