@@ -438,6 +438,27 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
 #define IBTRS_MAX_IO_CONS 8
 
 /**
+ * enum ibtrs_tls_mode - TLS 1.3 with pre-shared keys (tcp backend only)
+ * @IBTRS_TLS_DEFAULT: as the environment variable IBTRS_TLS says
+ *                     ("off", "on" or "require"), else off
+ * @IBTRS_TLS_OFF: plaintext; a TLS peer is refused with a clear error
+ * @IBTRS_TLS_ON: a server accepts TLS and plaintext clients; a client
+ *                speaks TLS and never falls back to plaintext
+ * @IBTRS_TLS_REQUIRE: TLS only, on both sides
+ *
+ * TLS needs a key file (@tls_psk_file of the options). Independently of
+ * TLS, every connection of every backend is authenticated (ibtrs(7),
+ * "Security"): with a key file by the key, without one by the session's
+ * own secret.
+ */
+enum ibtrs_tls_mode {
+	IBTRS_TLS_DEFAULT = 0,
+	IBTRS_TLS_OFF = 1,
+	IBTRS_TLS_ON = 2,
+	IBTRS_TLS_REQUIRE = 3,
+};
+
+/**
  * struct ibtrs_srv_opts - options of ibtrs_srv_open_opts()
  * @size: sizeof(struct ibtrs_srv_opts), set by ibtrs_srv_opts_init()
  * @port: TCP port; 0 picks a free one
@@ -473,6 +494,23 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
  *              are reserved address space: a page costs memory only once
  *              a request wrote it, so the resident memory follows the
  *              requests and stays below this bound (ibtrs(7))
+ * @tls: enum ibtrs_tls_mode (appended, as every field below)
+ * @tls_psk_file: key file in the format of psktool ("identity:hexkey" per
+ *                line); NULL: the environment variable IBTRS_TLS_PSK, else
+ *                none. With keys, only a client that proves one of them
+ *                connects, and a session belongs to that identity
+ * @max_sessions_per_client: sessions one client identity (its key's
+ *                           identity, or without keys its source address)
+ *                           may hold (default 64; 0: the default)
+ * @max_cons_per_client: connections one client identity may hold
+ *                       (default 1024; 0: the default)
+ * @max_handshakes_per_client: connections of one client identity that
+ *                             have not finished their handshake (default
+ *                             16; 0: the default); beyond it new ones are
+ *                             refused
+ * @handshake_timeout_ms: a connection whose handshake has not finished
+ *                        after this long is closed (default 5000; 0: the
+ *                        default)
  */
 struct ibtrs_srv_opts {
 	size_t size;
@@ -490,6 +528,12 @@ struct ibtrs_srv_opts {
 	uint32_t busy_poll_us;
 	bool busy_poll_adaptive;
 	uint64_t max_memory;
+	int tls;
+	const char *tls_psk_file;
+	uint32_t max_sessions_per_client;
+	uint32_t max_cons_per_client;
+	uint32_t max_handshakes_per_client;
+	uint32_t handshake_timeout_ms;
 };
 
 /**
@@ -613,6 +657,12 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                          writing the same data to the same offset).
  *                          Default false. See ibtrs(7), "At most once".
  *                          (appended: set @size to use it)
+ * @tls: enum ibtrs_tls_mode (appended, as every field below)
+ * @tls_psk_file: key file in the format of psktool; NULL: the environment
+ *                variable IBTRS_TLS_PSK, else none. With a key, the client
+ *                proves it and the server must prove it back
+ * @identity: which key of the file to use; NULL: the environment variable
+ *            IBTRS_IDENTITY, else the file's first key
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -637,6 +687,9 @@ struct ibtrs_clt_opts {
 	bool busy_poll_adaptive;
 	uint32_t no_path_timeout_ms;
 	bool replay_on_session_loss;
+	int tls;
+	const char *tls_psk_file;
+	const char *identity;
 };
 
 /**

@@ -21,5 +21,5 @@ ibtrs_need_pkgs() {
 	fi
 }
 
-IBTRS_BUILD_PKGS=(gcc make cmake pkg-config libc6-dev liburing-dev)
-IBTRS_TEST_PKGS=(python3 iproute2 nftables clang-format groff-base man-db g++ libfabric-dev nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils fio fuse3 python3-libnbd e2fsprogs util-linux mount clang libclang-rt-14-dev)
+IBTRS_BUILD_PKGS=(gcc make cmake pkg-config libc6-dev liburing-dev nettle-dev libgnutls28-dev)
+IBTRS_TEST_PKGS=(python3 iproute2 nftables clang-format groff-base man-db g++ libfabric-dev nbdkit nbdkit-plugin-dev libnbd-bin qemu-utils fio fuse3 python3-libnbd e2fsprogs util-linux mount clang libclang-rt-14-dev gnutls-bin)

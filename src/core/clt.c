@@ -253,6 +253,7 @@ static void sess_free(struct ibtrs_clt *sess)
 	free(sess->reqs);
 	free(sess->sg_mem);
 	free(sess->tags);
+	ibtrs_sec_fini(&sess->sec);
 	free(sess);
 }
 
@@ -354,6 +355,15 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 			  sess->sessname, opts.backend ? opts.backend : "");
 		ret = -EINVAL;
 		goto free_sess;
+	}
+	{
+		char who[NAME_MAX + 16];
+
+		snprintf(who, sizeof(who), "session %s", sess->sessname);
+		ret = ibtrs_sec_init(&sess->sec, opts.tls, opts.tls_psk_file,
+				     opts.identity, true, who);
+		if (ret)
+			goto free_sess;
 	}
 	ret = clt_parse_faults(sess, getenv("IBTRS_FAULT"));
 	if (ret) {

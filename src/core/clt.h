@@ -29,6 +29,7 @@
 #include "hb.h"
 #include "loop.h"
 #include "path.h"
+#include "sec.h"
 #include "seqcount.h"
 #include "tags.h"
 #include "xprt.h"
@@ -216,6 +217,7 @@ struct clt_fault {
 
 struct ibtrs_clt {
 	char sessname[NAME_MAX];
+	struct ibtrs_sec sec; /* set at open, read-only after */
 	uint8_t uuid[IBTRS_UUID_LEN];
 	void *priv;
 	link_clt_ev_fn *link_ev;

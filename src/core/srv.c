@@ -25,6 +25,7 @@
 #include "hb.h"
 #include "log.h"
 #include "loop.h"
+#include "sec.h"
 #include "srv.h"
 #include "xprt.h"
 
@@ -144,6 +145,7 @@ struct ibtrs_srv {
 
 struct ibtrs_srv_ctx {
 	const struct ibtrs_xprt_ops *ops;
+	struct ibtrs_sec sec; /* set at open, read-only after */
 	rdma_ev_fn *rdma_ev;
 	link_ev_fn *link_ev;
 	struct ibtrs_loop *loop;
@@ -1261,6 +1263,10 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 		ret = -EINVAL;
 		goto free_ctx;
 	}
+	ret = ibtrs_sec_init(&ctx->sec, opts.tls, opts.tls_psk_file, NULL,
+			     false, "server");
+	if (ret)
+		goto free_ctx;
 	ctx->rdma_ev = opts.rdma_ev;
 	ctx->link_ev = opts.link_ev;
 	ctx->queue_depth = opts.queue_depth;
@@ -1307,6 +1313,7 @@ destroy_sync:
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
 free_ctx:
+	ibtrs_sec_fini(&ctx->sec);
 	free(ctx);
 	errno = -ret;
 	return NULL;
@@ -1362,6 +1369,7 @@ void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx)
 	ibtrs_loop_destroy(ctx->loop);
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
+	ibtrs_sec_fini(&ctx->sec);
 	free(ctx);
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyring.h"
 #include "log.h"
 #include "seqcount.h"
 #include "swmr.h"
@@ -90,7 +91,11 @@ int swmr_mr_alloc(struct ibtrs_xprt_pd *xpd, unsigned int max_sge,
 		return -ENOMEM;
 	mr->pd = pd;
 	mr->max_sge = max_sge;
-	mr->gen = (uint16_t)(rand() | 1);
+	if (ibtrs_random(&mr->gen, sizeof(mr->gen))) {
+		free(mr);
+		return -EAGAIN;
+	}
+	mr->gen |= 1;
 	pthread_spin_init(&mr->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_lock(&pd->lock);
 	for (i = 0; i < pd->max_mrs; i++)

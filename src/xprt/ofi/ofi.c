@@ -73,6 +73,7 @@
 #include <rdma/fi_rma.h>
 
 #include "addr.h"
+#include "keyring.h"
 #include "log.h"
 #include "loop.h"
 #include "ofi.h"
@@ -804,6 +805,7 @@ static bool ofi_same_str(const char *a, const char *b)
 static int ofi_dom_get(struct fi_info *info, struct ofi_dom **domp)
 {
 	struct ofi_dom *d;
+	uint32_t key0 = 0;
 	int ret;
 
 	pthread_mutex_lock(&ofi_dom_lock);
@@ -843,7 +845,9 @@ static int ofi_dom_get(struct fi_info *info, struct ofi_dom **domp)
 			  ofi_prov(info), strerror(-ret));
 		goto close_fabric;
 	}
-	atomic_init(&d->next_key, (uint32_t)rand() | 1);
+	/* Keys start at random, so that no two processes issue the same. */
+	ibtrs_random(&key0, sizeof(key0));
+	atomic_init(&d->next_key, key0 | 1);
 	d->refs = 1;
 	d->next = ofi_doms;
 	ofi_doms = d;
