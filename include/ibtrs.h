@@ -401,6 +401,25 @@ int ibtrs_srv_get_queue_depth(struct ibtrs_srv *sess);
 int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len);
 
 /**
+ * ibtrs_srv_get_identity() - who the client of a session is
+ * @sess: the session
+ * @identity: buffer for the NUL-terminated identity
+ * @len: size of @identity
+ *
+ * With keys, the identity of the key the client proved (the name before
+ * ':' in the key file); without keys, "addr:" and the client's address as
+ * its first path came from (no port). A link_ev() callback can refuse a
+ * session of an identity at IBTRS_SRV_LINK_EV_CONNECTED (ibtrs(7),
+ * "Security").
+ *
+ * Return: 0, -EINVAL for NULL arguments, -ENOBUFS when @len is too small
+ * (the identity is truncated).
+ *
+ * Context: any.
+ */
+int ibtrs_srv_get_identity(struct ibtrs_srv *sess, char *identity, size_t len);
+
+/**
  * ibtrs_addr_to_sockaddr() - parse a path string
  * @str: "DST" or "SRC,DST"; each address is "ip:ADDR" where ADDR is an IPv4
  *       address, an IPv6 address (optionally with "%ifname"), or a host

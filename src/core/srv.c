@@ -10,6 +10,7 @@
  * and IBTRS_SRV_LINK_EV_DISCONNECTED sent, when its last path is closed
  * and the last of those references is gone.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -123,6 +124,7 @@ struct ibtrs_srv {
 	struct ibtrs_srv *next;
 	uint8_t uuid[IBTRS_UUID_LEN];
 	char sessname[IBTRS_SESSNAME_LEN];
+	char identity[IBTRS_IDENTITY_MAX + 1]; /* ibtrs_srv_get_identity() */
 	void *priv;
 	struct srv_path *paths;
 	unsigned int nr_paths;
@@ -948,6 +950,26 @@ static void peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
 	ibtrs_sockaddr_to_str((const struct sockaddr *)ss, buf, len);
 }
 
+/* "addr:" and the peer's address without its port: the identity of a
+ * client without keys. IPv4 clients of the dual-stack listener read as
+ * IPv4. */
+static void peer_identity(const struct sockaddr_storage *ss, char *buf,
+			  size_t len)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+		inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], host,
+			  sizeof(host));
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+	else if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+	snprintf(buf, len, "addr:%s", host);
+}
+
 static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 			const struct ibtrs_connreq_info *info)
 {
@@ -993,6 +1015,9 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		}
 		sess = sess_create(ctx, cr.sess_uuid, &ret);
 		created = sess != NULL;
+		if (sess)
+			peer_identity(&info->peer, sess->identity,
+				      sizeof(sess->identity));
 		if (sess)
 			sess->gen_from_1 = cr.caps & IBTRS_CAP_GEN_FROM_1;
 		if (!sess) {
@@ -1384,20 +1409,32 @@ int ibtrs_srv_get_queue_depth(struct ibtrs_srv *sess)
 	return sess ? (int)sess->ctx->queue_depth : -EINVAL;
 }
 
-int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len)
+/* @src into @dst of @len bytes; -ENOBUFS if it was truncated. */
+static int copy_str(char *dst, size_t len, const char *src)
 {
-	size_t n;
+	size_t n = strlen(src);
 
-	if (!sess || !sessname || !len)
-		return -EINVAL;
-	n = strlen(sess->sessname);
 	if (n >= len) {
-		memcpy(sessname, sess->sessname, len - 1);
-		sessname[len - 1] = '\0';
+		memcpy(dst, src, len - 1);
+		dst[len - 1] = '\0';
 		return -ENOBUFS;
 	}
-	memcpy(sessname, sess->sessname, n + 1);
+	memcpy(dst, src, n + 1);
 	return 0;
+}
+
+int ibtrs_srv_get_sess_name(struct ibtrs_srv *sess, char *sessname, size_t len)
+{
+	if (!sess || !sessname || !len)
+		return -EINVAL;
+	return copy_str(sessname, len, sess->sessname);
+}
+
+int ibtrs_srv_get_identity(struct ibtrs_srv *sess, char *identity, size_t len)
+{
+	if (!sess || !identity || !len)
+		return -EINVAL;
+	return copy_str(identity, len, sess->identity);
 }
 
 int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)

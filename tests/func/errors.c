@@ -10,7 +10,8 @@
  * - ibtrs_clt_open() argument errors and a port without listener;
  *   ibtrs_srv_open() on a port in use.
  * - ibtrs_clt_query(), ibtrs_srv_get_sess_name(),
- *   ibtrs_srv_get_queue_depth().
+ *   ibtrs_srv_get_queue_depth(), ibtrs_srv_get_identity() (without keys:
+ *   the client's address).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -401,6 +402,19 @@ static void test_query(void)
 	CHECK_EQ(hs.short_rc, -ENOBUFS);
 	CHECK(!strcmp(hs.short_name, "err"));
 	CHECK_EQ(hs.qd, QD);
+	CHECK_EQ(hs.identity_rc, 0);
+	if (strcmp(hs.identity, "addr:127.0.0.1"))
+		fprintf(stderr, "errors: identity %s\n", hs.identity);
+	CHECK(!strcmp(hs.identity, "addr:127.0.0.1"));
+	{
+		char tiny[6];
+
+		CHECK_EQ(ibtrs_srv_get_identity(hs.sess, tiny, sizeof(tiny)),
+			 -ENOBUFS);
+		CHECK(!strcmp(tiny, "addr:"));
+		CHECK_EQ(ibtrs_srv_get_identity(NULL, tiny, sizeof(tiny)),
+			 -EINVAL);
+	}
 	CHECK_EQ(h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, SESSNAME),
 		 1);
 

@@ -169,6 +169,8 @@ struct h_srv;
  * @short_name: the name read into a 4-byte buffer
  * @short_rc: that return value
  * @qd: ibtrs_srv_get_queue_depth()
+ * @identity: ibtrs_srv_get_identity()
+ * @identity_rc: its return value
  * @rdma_calls: rdma_ev calls of this session
  */
 struct h_sess {
@@ -180,6 +182,8 @@ struct h_sess {
 	char short_name[4];
 	int short_rc;
 	int qd;
+	char identity[160];
+	int identity_rc;
 	_Atomic uint64_t rdma_calls;
 	struct h_sess *next;
 };
@@ -366,6 +370,8 @@ static inline int h_srv_link_ev(struct ibtrs_srv *sess,
 		hs->short_rc = ibtrs_srv_get_sess_name(sess, hs->short_name,
 						       sizeof(hs->short_name));
 		hs->qd = ibtrs_srv_get_queue_depth(sess);
+		hs->identity_rc = ibtrs_srv_get_identity(sess, hs->identity,
+							 sizeof(hs->identity));
 		hs->mem = mmap(NULL, H_TARGET_SIZE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			       0);
@@ -624,6 +630,9 @@ static inline bool h_srv_find(struct h_srv *srv, const char *name,
 			       sizeof(out->short_name));
 			out->short_rc = hs->short_rc;
 			out->qd = hs->qd;
+			memcpy(out->identity, hs->identity,
+			       sizeof(out->identity));
+			out->identity_rc = hs->identity_rc;
 			atomic_store(&out->rdma_calls,
 				     atomic_load(&hs->rdma_calls));
 			found = true;
