@@ -1530,9 +1530,12 @@ static int bench_open_export(struct bench *b, struct bench_res *res)
 				&b->geo);
 	if (!b->dev) {
 		err = errno;
-		tool_err("cannot open export '%s': %s", cfg->export_name,
-			 err == ENOENT ? "no such export on the server"
-				       : strerror(err));
+		tool_err(
+			"cannot open export '%s': %s", cfg->export_name,
+			err == ENOENT ? "no such export on the server"
+			: err == EACCES
+				? "access denied: the server's --allow list does not let this client's identity open it"
+				: strerror(err));
 		return TOOL_EXIT_FAIL;
 	}
 	res->export_size = b->geo.size;

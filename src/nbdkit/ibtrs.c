@@ -398,7 +398,10 @@ static int ibp_dev_open_locked(enum ibnbd_access_mode mode)
 			: err == EROFS	? " (the export is read only: give "
 					  "readonly=true or -r)"
 			: err == ENOENT ? " (no such export on the server)"
-					: "");
+			: err == EACCES
+				? " (access denied: the server's allow list "
+				  "does not let this client's identity open it)"
+				: "");
 		return -1;
 	}
 	if (geo.logical_block_size < 512 ||
