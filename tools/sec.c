@@ -208,6 +208,10 @@ const char *tool_sec_hint(const struct tool_sec *sec, int err)
 		if (sec && sec->nr_keys)
 			return " (the peer refused the key: the same identity and key must be in the key files of both sides)";
 		return " (the server wants a key: --tls-psk FILE)";
+	case EPROTONOSUPPORT:
+		if (sec && sec->tls == IBTRS_TLS_OFF)
+			return " (does the server require TLS? --tls on --tls-psk FILE)";
+		return " (does the server speak TLS? its --tls and this one's must fit)";
 	case EPROTO:
 	case ECONNRESET:
 		if (sec && sec->tls == IBTRS_TLS_OFF)
