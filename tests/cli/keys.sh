@@ -174,5 +174,11 @@ start_server req --port 0 --tls require --tls-psk "$TMP/keys.psk"
 grep -q "security: tls require, 2 keys from $TMP/keys.psk" "$TMP/req.err" ||
 	fail "no tls line: $(cat "$TMP/req.err")"
 stop_server "$SRV_PID"
+# The demo hands the file to both of its ends and says which key it uses.
+run_bounded 60 "$IBTRS" demo --time 1 --tls-psk "$TMP/keys.psk" \
+	--identity bob >"$TMP/demo.out" 2>"$TMP/demo.err" ||
+	fail "demo with keys: $(cat "$TMP/demo.err")"
+grep -q "security tls off, key 'bob' from $TMP/keys.psk" "$TMP/demo.out" ||
+	fail "demo header: $(head -12 "$TMP/demo.out")"
 echo "ok"
 exit 0
