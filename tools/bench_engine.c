@@ -1677,12 +1677,12 @@ static int bench_open(struct bench *b, struct bench_addrs *a)
 	else if (cfg->path_cnt == 1)
 		tool_err("cannot connect to %s (port %u): %s%s", cfg->paths[0],
 			 cfg->port, strerror(err),
-			 tool_sec_hint(cfg->sec, err));
+			 tool_sec_hint(cfg->sec, err, true));
 	else
 		tool_err(
 			"cannot connect to any of %zu paths (%s, ...; port %u): %s%s",
 			cfg->path_cnt, cfg->paths[0], cfg->port, strerror(err),
-			tool_sec_hint(cfg->sec, err));
+			tool_sec_hint(cfg->sec, err, true));
 	return TOOL_EXIT_FAIL;
 }
 

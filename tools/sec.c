@@ -192,11 +192,14 @@ const char *tool_sec_describe(const struct tool_sec *sec, char *buf, size_t len)
 	return buf;
 }
 
-const char *tool_sec_hint(const struct tool_sec *sec, int err)
+const char *tool_sec_hint(const struct tool_sec *sec, int err, bool client)
 {
+	/* A server's open fails on its own settings only. */
+	if (!client && err != EOPNOTSUPP)
+		return "";
 	switch (err) {
 	case EOPNOTSUPP:
-		if (sec->tls != IBTRS_TLS_OFF)
+		if (sec && sec->tls != IBTRS_TLS_OFF)
 			return " (TLS is not available: the library was built without GnuTLS)";
 		return "";
 	case EACCES:

@@ -591,10 +591,11 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 		else if (cfg->listen_str)
 			tool_err("cannot listen on %s port %u: %s%s",
 				 cfg->listen_str, cfg->port, strerror(err),
-				 tool_sec_hint(cfg->sec, err));
+				 tool_sec_hint(cfg->sec, err, false));
 		else
 			tool_err("cannot listen on port %u: %s%s", cfg->port,
-				 strerror(err), tool_sec_hint(cfg->sec, err));
+				 strerror(err),
+				 tool_sec_hint(cfg->sec, err, false));
 		if (srv_backing)
 			munmap(srv_backing, TOOL_TARGET_SIZE);
 		srv_backing = NULL;

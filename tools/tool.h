@@ -174,9 +174,10 @@ int tool_sec_resolve(struct tool_sec *sec, bool client);
 const char *tool_sec_describe(const struct tool_sec *sec, char *buf,
 			      size_t len);
 
-/* After an open failed with @err: a hint (" (...)") on what security may
- * have to do with it, or "". @sec may be NULL. */
-const char *tool_sec_hint(const struct tool_sec *sec, int err);
+/* After the open of a server or a @client session failed with @err: a
+ * hint (" (...)") on what security may have to do with it, or "". @sec
+ * may be NULL. */
+const char *tool_sec_hint(const struct tool_sec *sec, int err, bool client);
 
 /*
  * server.c
