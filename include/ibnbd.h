@@ -374,7 +374,8 @@ bool ibnbd_is_request(const void *usr, size_t usrlen);
  * @sessp: the ibnbd state of the ibtrs session, NULL before its first
  *         request: created then, and kept by the caller (e.g. in the
  *         session's private pointer) until ibnbd_srv_sess_free()
- * @sess: the ibtrs session
+ * @sess: the ibtrs session; its identity (ibtrs_srv_get_identity(), read at
+ *        its first request) is what the allow list checks
  * @id, @dir, @data, @datalen, @usr, @usrlen: as given to rdma_ev_fn
  *
  * Return: as rdma_ev_fn: 0 when @id is or will be answered with
