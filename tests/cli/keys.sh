@@ -44,8 +44,8 @@ expect_err() {
 mkkeys "$TMP/keys.psk" alice bob
 # The same identity with another key: what a stranger would guess.
 mkkeys "$TMP/other.psk" alice
-cp "$TMP/keys.psk" "$TMP/open.psk" && chmod 644 "$TMP/open.psk" ||
-	fail "cp"
+cp "$TMP/keys.psk" "$TMP/open.psk" || fail "cp"
+chmod 644 "$TMP/open.psk" || fail "chmod"
 
 unset IBTRS_TLS IBTRS_TLS_PSK IBTRS_IDENTITY
 # Nothing listens on port 1: these must fail before connecting anyway.

@@ -96,7 +96,8 @@ for id in alice bob; do
 	printf '%s:%s\n' "$id" "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
 done >"$TMP/keys.psk"
 chmod 600 "$TMP/keys.psk"
-cp "$TMP/keys.psk" "$TMP/open.psk" && chmod 644 "$TMP/open.psk" || fail "cp"
+cp "$TMP/keys.psk" "$TMP/open.psk" || fail "cp"
+chmod 644 "$TMP/open.psk" || fail "chmod"
 bad "ibtrs-tls=maybe: expected off, on or require" path=ip:127.0.0.1 \
 	export=disk ibtrs-tls=maybe
 bad "ibtrs-tls=on needs a key file: ibtrs-tls-psk=FILE" path=ip:127.0.0.1 \
