@@ -184,10 +184,12 @@ int ibnbd_clt_detach(struct ibnbd_clt *clt);
  * @mode: the access mode
  * @geo: filled with the device's geometry on success, may be NULL
  *
- * Return: the device, or NULL with errno: EINVAL (bad arguments), ENOENT
- * (no such export), EROFS (rw asked of a read-only export), EBUSY (the
- * export is open rw elsewhere and @mode is not migration), EMFILE (the
- * session holds the most devices the server allows), ENOTCONN, EPROTO.
+ * Return: the device, or NULL with errno: EINVAL (bad arguments), EACCES
+ * (the server's allow list does not let this client's identity open the
+ * export: ibnbd_srv_allow()), ENOENT (no such export), EROFS (rw asked of a
+ * read-only export), EBUSY (the export is open rw elsewhere and @mode is not
+ * migration), EMFILE (the session holds the most devices the server allows),
+ * ENOTCONN, EPROTO.
  *
  * Context: blocks (one request round trip).
  */
@@ -337,6 +339,26 @@ int ibnbd_srv_add_export_dir(struct ibnbd_srv *srv, const char *dir,
 			     bool readonly);
 
 /**
+ * ibnbd_srv_allow() - let the identities of a pattern open some exports
+ * @srv: the server
+ * @identity: fnmatch(3) pattern (flags 0) of client identities, as
+ *            ibtrs_srv_get_identity() names them: a key's identity with
+ *            keys, "addr:" and the client's address without
+ * @export: fnmatch(3) pattern of export names
+ *
+ * Without any rule, every identity may open every export. With rules, an
+ * OPEN is granted only when one rule matches both the session's identity
+ * and the export's name; any other is refused with -EACCES (whether the
+ * export exists or not). Rules can be added while the server runs; an
+ * open device stays open.
+ *
+ * Return: 0, -EINVAL (a NULL or empty pattern, an @identity over 255
+ * bytes or an @export over IBNBD_NAME_MAX), -ENOMEM.
+ */
+int ibnbd_srv_allow(struct ibnbd_srv *srv, const char *identity,
+		    const char *export);
+
+/**
  * ibnbd_is_request() - whether a request's user message is ibnbd's
  * @usr: the user message given to rdma_ev_fn
  * @usrlen: its length
@@ -352,7 +374,8 @@ bool ibnbd_is_request(const void *usr, size_t usrlen);
  * @sessp: the ibnbd state of the ibtrs session, NULL before its first
  *         request: created then, and kept by the caller (e.g. in the
  *         session's private pointer) until ibnbd_srv_sess_free()
- * @sess: the ibtrs session
+ * @sess: the ibtrs session; its identity (ibtrs_srv_get_identity(), read at
+ *        its first request) is what the allow list checks
  * @id, @dir, @data, @datalen, @usr, @usrlen: as given to rdma_ev_fn
  *
  * Return: as rdma_ev_fn: 0 when @id is or will be answered with

@@ -14,6 +14,8 @@
 
 #include "ibtrs.h"
 
+struct tool_sec;
+
 #define BENCH_DEFAULT_BS 4096
 #define BENCH_DEFAULT_QD 64
 #define BENCH_DEFAULT_THREADS 1
@@ -122,6 +124,7 @@ enum bench_submit {
  * @export_name: run against this ibnbd export of the server (a block
  *               device, ibnbd_submit()) instead of the memory target;
  *               NULL for the memory target
+ * @sec: TLS and the key, resolved (tool_sec_resolve()); NULL for none
  * @progress: called once per second from the calling thread, or NULL
  * @progress_arg: passed to @progress
  */
@@ -150,6 +153,7 @@ struct bench_cfg {
 	bool busy_poll_adaptive;
 	bool events;
 	const char *export_name;
+	const struct tool_sec *sec;
 	bench_progress_fn *progress;
 	void *progress_arg;
 };

@@ -80,6 +80,14 @@ void usage_bench(FILE *f)
 		"                     with the session's events, as an SVG image\n"
 		"  --quiet            no progress and no warnings\n"
 		"  --sessname NAME    session name (default %s-bench-PID)\n"
+		"  --tls MODE         TLS 1.3 with a pre-shared key (tcp): off, on or\n"
+		"                     require (on and require: TLS only, never\n"
+		"                     plaintext; default: IBTRS_TLS, else off)\n"
+		"  --tls-psk FILE     key file of psktool (identity:hexkey a line, mode\n"
+		"                     0600; default: IBTRS_TLS_PSK): the client proves\n"
+		"                     its key, the server must prove it back\n"
+		"  --identity NAME    the key of FILE to use (default: IBTRS_IDENTITY,\n"
+		"                     else the file's first)\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"The environment variable IBTRS_FAULT injects faults, e.g.\n"
@@ -188,11 +196,14 @@ int cmd_bench(int argc, char *argv[])
 		{ "events", no_argument, NULL, OPT_EVENTS },
 		{ "export", required_argument, NULL, OPT_EXPORT },
 		{ "interval-json", no_argument, NULL, OPT_INTERVAL_JSON },
+		TOOL_SEC_LONGOPTS,
+		TOOL_SEC_ID_LONGOPT,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *paths[IBTRS_MAX_PATHS];
 	struct bench_prog prog = { .tty = false };
+	struct tool_sec sec = { .tls = IBTRS_TLS_DEFAULT };
 	struct bench_cfg cfg;
 	struct bench_res *res;
 	const char *plot_file = NULL;
@@ -376,6 +387,13 @@ int cmd_bench(int argc, char *argv[])
 		case OPT_TRANSPORT:
 			cfg.backend = optarg;
 			break;
+		case TOOL_OPT_TLS:
+		case TOOL_OPT_TLS_PSK:
+		case TOOL_OPT_IDENTITY:
+			ret = tool_sec_opt(&sec, c, optarg);
+			if (ret)
+				return ret;
+			break;
 		case 'h':
 			usage_bench(stdout);
 			return TOOL_EXIT_OK;
@@ -394,6 +412,10 @@ int cmd_bench(int argc, char *argv[])
 	}
 	if (!tool_busy_poll_ok(cfg.busy_poll_us, cfg.busy_poll_adaptive))
 		return TOOL_EXIT_USAGE;
+	ret = tool_sec_resolve(&sec, true);
+	if (ret)
+		return ret;
+	cfg.sec = &sec;
 	if (cfg.qd < cfg.threads)
 		cfg.qd = cfg.threads;
 	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO);

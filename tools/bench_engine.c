@@ -1530,9 +1530,12 @@ static int bench_open_export(struct bench *b, struct bench_res *res)
 				&b->geo);
 	if (!b->dev) {
 		err = errno;
-		tool_err("cannot open export '%s': %s", cfg->export_name,
-			 err == ENOENT ? "no such export on the server"
-				       : strerror(err));
+		tool_err(
+			"cannot open export '%s': %s", cfg->export_name,
+			err == ENOENT ? "no such export on the server"
+			: err == EACCES
+				? "access denied: the server's --allow list does not let this client's identity open it"
+				: strerror(err));
 		return TOOL_EXIT_FAIL;
 	}
 	res->export_size = b->geo.size;
@@ -1658,6 +1661,11 @@ static int bench_open(struct bench *b, struct bench_addrs *a)
 		opts.io_cons = cfg->io_cons;
 	opts.busy_poll_us = cfg->busy_poll_us;
 	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
+	if (cfg->sec) {
+		opts.tls = cfg->sec->tls;
+		opts.tls_psk_file = cfg->sec->psk_file;
+		opts.identity = cfg->sec->identity;
+	}
 	b->sess = ibtrs_clt_open_opts(&opts);
 	if (b->sess)
 		return 0;
@@ -1667,12 +1675,14 @@ static int bench_open(struct bench *b, struct bench_addrs *a)
 			"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
 			cfg->backend);
 	else if (cfg->path_cnt == 1)
-		tool_err("cannot connect to %s (port %u): %s", cfg->paths[0],
-			 cfg->port, strerror(err));
+		tool_err("cannot connect to %s (port %u): %s%s", cfg->paths[0],
+			 cfg->port, strerror(err),
+			 tool_sec_hint(cfg->sec, err, true));
 	else
 		tool_err(
-			"cannot connect to any of %zu paths (%s, ...; port %u): %s",
-			cfg->path_cnt, cfg->paths[0], cfg->port, strerror(err));
+			"cannot connect to any of %zu paths (%s, ...; port %u): %s%s",
+			cfg->path_cnt, cfg->paths[0], cfg->port, strerror(err),
+			tool_sec_hint(cfg->sec, err, true));
 	return TOOL_EXIT_FAIL;
 }
 

@@ -74,7 +74,7 @@ struct demo {
 void usage_demo(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s demo [--time SEC] [--plot FILE.svg]\n"
+		"Usage: %s demo [--time SEC] [--plot FILE.svg] [--tls MODE] [--tls-psk FILE]\n"
 		"\n"
 		"Start a server with a memory target on 127.0.0.1 in this process and\n"
 		"run a verifying benchmark against it over two loopback paths\n"
@@ -89,6 +89,13 @@ void usage_demo(FILE *f)
 		"                the path come back)\n"
 		"  --plot FILE   draw IOPS per path, p99 latency and the events\n"
 		"                (the cut, the failover, the return) as SVG\n"
+		"  --tls MODE    TLS 1.3 with pre-shared keys on both sides: off, on\n"
+		"                or require (default: IBTRS_TLS, else off)\n"
+		"  --tls-psk FILE\n"
+		"                key file of psktool (mode 0600; default:\n"
+		"                IBTRS_TLS_PSK), the server's and the client's\n"
+		"  --identity NAME\n"
+		"                the client's key of FILE (default: the first)\n"
 		"  -h, --help    show this help\n"
 		"\n"
 		"Exit status: 0 when no request was lost, failed or ran twice and all\n"
@@ -239,6 +246,12 @@ static void demo_header(const struct bench_cfg *cfg, uint16_t port)
 	       port, TOOL_TARGET_SIZE >> 20, cfg->path_cnt);
 	for (i = 0; i < cfg->path_cnt; i++)
 		printf("             path %zu  %s\n", i, cfg->paths[i]);
+	if (cfg->sec) {
+		char buf[512];
+
+		printf("  security %s\n",
+		       tool_sec_describe(cfg->sec, buf, sizeof(buf)));
+	}
 	printf("  load     %u threads keep %u random %u-byte READs and WRITEs in flight;\n"
 	       "           every READ is checked against the data last written there\n"
 	       "  %5.1fs   path %d is cut: the library notices within about a second\n"
@@ -364,6 +377,8 @@ int cmd_demo(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "time", required_argument, NULL, 't' },
 		{ "plot", required_argument, NULL, 'p' },
+		TOOL_SEC_LONGOPTS,
+		TOOL_SEC_ID_LONGOPT,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -382,6 +397,7 @@ int cmd_demo(int argc, char *argv[])
 		.grace_ms = -1,
 		.log = NULL,
 	};
+	struct tool_sec ssec, csec = { .tls = IBTRS_TLS_DEFAULT };
 	struct tool_srv_stats st;
 	struct ibtrs_srv_ctx *srv;
 	struct bench_cfg bcfg;
@@ -423,6 +439,13 @@ int cmd_demo(int argc, char *argv[])
 			}
 			plot_file = optarg;
 			break;
+		case TOOL_OPT_TLS:
+		case TOOL_OPT_TLS_PSK:
+		case TOOL_OPT_IDENTITY:
+			ret = tool_sec_opt(&csec, c, optarg);
+			if (ret)
+				return ret;
+			break;
 		case 'h':
 			usage_demo(stdout);
 			return TOOL_EXIT_OK;
@@ -435,6 +458,15 @@ int cmd_demo(int argc, char *argv[])
 			 argv[optind], TOOL_NAME);
 		return TOOL_EXIT_USAGE;
 	}
+	/* One key file for both ends; the client picks its key of it. */
+	ssec = csec;
+	ret = tool_sec_resolve(&ssec, false);
+	if (!ret)
+		ret = tool_sec_resolve(&csec, true);
+	if (ret)
+		return ret;
+	scfg.sec = &ssec;
+	bcfg.sec = &csec;
 
 	d = calloc(1, sizeof(*d));
 	res = malloc(sizeof(*res));

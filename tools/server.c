@@ -16,7 +16,11 @@
  * Requests whose user message is ibnbd's (ibnbd_is_request()) go to the
  * ibnbd server instead, which serves the exported files and block devices;
  * it exists even without exports, so that an ibnbd client gets a clear
- * -ENOENT rather than a memory target's -EINVAL.
+ * -ENOENT rather than a memory target's -EINVAL. --allow rules restrict
+ * which client identities open which exports (ibnbd_srv_allow()).
+ *
+ * The security options (--tls, --tls-psk, the per-client limits) go to the
+ * library as they are; the server says at start what they protect.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -41,6 +45,14 @@
 /* Limits of --hb-timeout and --grace, milliseconds. */
 #define SRV_MIN_HB_TIMEOUT_MS 100
 #define SRV_MAX_TIMEOUT_MS 3600000
+/*
+ * The library's defaults of the per-client limits (struct ibtrs_srv_opts,
+ * where 0 stands for them), for the start message and the help.
+ */
+#define SRV_DEF_SESSIONS_PER_CLIENT 64
+#define SRV_DEF_CONS_PER_CLIENT 1024
+#define SRV_DEF_HANDSHAKES_PER_CLIENT 16
+#define SRV_DEF_HANDSHAKE_TIMEOUT_MS 5000
 
 enum {
 	OPT_SRV_HB_TIMEOUT = 256,
@@ -57,6 +69,11 @@ enum {
 	OPT_SRV_EXPORT_DIR,
 	OPT_SRV_EXPORT_DIR_RO,
 	OPT_SRV_DIRECT,
+	OPT_SRV_MAX_SESSIONS_PER_CLIENT,
+	OPT_SRV_MAX_CONS_PER_CLIENT,
+	OPT_SRV_MAX_HANDSHAKES_PER_CLIENT,
+	OPT_SRV_HANDSHAKE_TIMEOUT,
+	OPT_SRV_ALLOW,
 };
 
 /**
@@ -64,13 +81,19 @@ enum {
  * @mem: TOOL_TARGET_SIZE bytes, zero until written
  * @shared: @mem is the backing file's mapping, not the session's own
  * @name: the session name, for log messages
+ * @identity: the client's identity (ibtrs_srv_get_identity()), for log
+ *            messages
  * @nbd: the session's ibnbd state, created by its first ibnbd request
+ * @refused: an ibnbd open of this session was refused by --allow (logged
+ *           once)
  */
 struct srv_disk {
 	unsigned char *mem;
 	bool shared;
 	char name[NAME_MAX];
+	char identity[256];
 	struct ibnbd_srv_sess *nbd;
+	bool refused;
 };
 
 /*
@@ -174,12 +197,24 @@ static int srv_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	uint32_t len;
 
 	if (ibnbd_is_request(usr, usrlen)) {
+		int ret;
+
 		if (!disk)
 			return -ENODEV;
 		if (!srv_nbd)
 			return -EOPNOTSUPP;
-		return ibnbd_srv_rdma_ev(srv_nbd, &disk->nbd, sess, id, dir,
-					 data, datalen, usr, usrlen);
+		ret = ibnbd_srv_rdma_ev(srv_nbd, &disk->nbd, sess, id, dir,
+					data, datalen, usr, usrlen);
+		/* Only an OPEN is refused so; a client may retry in a loop. */
+		if (ret == -EACCES && srv_log &&
+		    !__atomic_exchange_n(&disk->refused, true,
+					 __ATOMIC_RELAXED)) {
+			fprintf(srv_log,
+				"%ssession '%s' of %s: ibnbd open refused by --allow\n",
+				srv_log_prefix, disk->name, disk->identity);
+			fflush(srv_log);
+		}
+		return ret;
 	}
 	memset(&msg, 0, sizeof(msg));
 	memcpy(&msg, usr, usrlen < sizeof(msg) ? usrlen : sizeof(msg));
@@ -240,6 +275,10 @@ static int srv_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
 					    sizeof(disk->name)) < 0 &&
 		    !disk->name[0])
 			snprintf(disk->name, sizeof(disk->name), "?");
+		if (ibtrs_srv_get_identity(sess, disk->identity,
+					   sizeof(disk->identity)) < 0 &&
+		    !disk->identity[0])
+			snprintf(disk->identity, sizeof(disk->identity), "?");
 		if (srv_backing || srv_null) {
 			disk->mem = srv_backing;
 			disk->shared = true;
@@ -261,9 +300,10 @@ static int srv_link_ev(struct ibtrs_srv *sess, enum ibtrs_srv_link_ev ev,
 		ibtrs_srv_set_sess_priv(sess, disk);
 		if (srv_log) {
 			fprintf(srv_log,
-				"%ssession '%s' connected (queue depth %d)\n",
+				"%ssession '%s' connected (queue depth %d, client %s)\n",
 				srv_log_prefix, disk->name,
-				ibtrs_srv_get_queue_depth(sess));
+				ibtrs_srv_get_queue_depth(sess),
+				disk->identity);
 			fflush(srv_log);
 		}
 		return 0;
@@ -333,7 +373,7 @@ out:
 static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 {
 	struct ibnbd_srv_opts o;
-	int ret, *counts;
+	int ret, *counts = NULL;
 	size_t i;
 
 	ibnbd_srv_opts_init(&o, sizeof(o));
@@ -360,6 +400,24 @@ static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 			tool_err("cannot start the ibnbd server: %s",
 				 strerror(ret));
 		return -1;
+	}
+	for (i = 0; i < cfg->nr_allow; i++) {
+		char rule[TOOL_ALLOW_MAX + 1];
+		char *colon;
+
+		snprintf(rule, sizeof(rule), "%s", cfg->allow[i]);
+		colon = strrchr(rule, ':');
+		if (!colon) {
+			tool_err("invalid --allow '%s'", cfg->allow[i]);
+			goto err;
+		}
+		*colon = '\0';
+		ret = ibnbd_srv_allow(srv_nbd, rule, colon + 1);
+		if (ret) {
+			tool_err("cannot apply --allow '%s': %s", cfg->allow[i],
+				 strerror(-ret));
+			goto err;
+		}
 	}
 	/* Logged once all are made: a failure stays one line. */
 	counts = calloc(cfg->nr_exports + 1, sizeof(*counts));
@@ -409,6 +467,13 @@ static int srv_nbd_start(const struct tool_srv_cfg *cfg, uint32_t max_io_size)
 				"%sexporting %d file(s) of '%s' (%s)\n",
 				srv_log_prefix, counts[i], e->path, mode);
 	}
+	if (cfg->log && cfg->nr_allow) {
+		fprintf(cfg->log,
+			"%sexports open only as --allow says:", srv_log_prefix);
+		for (i = 0; i < cfg->nr_allow; i++)
+			fprintf(cfg->log, "%s %s", i ? "," : "", cfg->allow[i]);
+		fprintf(cfg->log, "\n");
+	}
 	free(counts);
 	return 0;
 err:
@@ -416,6 +481,35 @@ err:
 	ibnbd_srv_destroy(srv_nbd);
 	srv_nbd = NULL;
 	return -1;
+}
+
+/**
+ * srv_log_security() - say at start what the security settings protect
+ * @cfg: the configuration
+ * @opts: the options the server was opened with
+ */
+static void srv_log_security(const struct tool_srv_cfg *cfg,
+			     const struct ibtrs_srv_opts *opts)
+{
+	static const struct tool_sec none = { .tls = IBTRS_TLS_OFF };
+	const struct tool_sec *sec = cfg->sec ? cfg->sec : &none;
+	char buf[512];
+
+	fprintf(cfg->log, "%ssecurity: %s\n", srv_log_prefix,
+		tool_sec_describe(sec, buf, sizeof(buf)));
+	fprintf(cfg->log,
+		"%slimits per client: %u sessions, %u connections, %u handshakes, handshake timeout %u ms\n",
+		srv_log_prefix,
+		opts->max_sessions_per_client ? opts->max_sessions_per_client
+					      : SRV_DEF_SESSIONS_PER_CLIENT,
+		opts->max_cons_per_client ? opts->max_cons_per_client
+					  : SRV_DEF_CONS_PER_CLIENT,
+		opts->max_handshakes_per_client
+			? opts->max_handshakes_per_client
+			: SRV_DEF_HANDSHAKES_PER_CLIENT,
+		opts->handshake_timeout_ms ? opts->handshake_timeout_ms
+					   : SRV_DEF_HANDSHAKE_TIMEOUT_MS);
+	fflush(cfg->log);
 }
 
 /**
@@ -459,6 +553,14 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
 	opts.rdma_ev = srv_rdma_ev;
 	opts.link_ev = srv_link_ev;
+	if (cfg->sec) {
+		opts.tls = cfg->sec->tls;
+		opts.tls_psk_file = cfg->sec->psk_file;
+	}
+	opts.max_sessions_per_client = cfg->max_sessions_per_client;
+	opts.max_cons_per_client = cfg->max_cons_per_client;
+	opts.max_handshakes_per_client = cfg->max_handshakes_per_client;
+	opts.handshake_timeout_ms = cfg->handshake_timeout_ms;
 
 	if (srv_nbd_start(cfg, opts.max_io_size)) {
 		errno = EINVAL;
@@ -478,6 +580,8 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 		}
 	}
 	ctx = ibtrs_srv_open_opts(&opts);
+	if (ctx && cfg->log)
+		srv_log_security(cfg, &opts);
 	if (!ctx) {
 		err = errno;
 		if (err == EINVAL && cfg->backend)
@@ -485,11 +589,13 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 				"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
 				cfg->backend);
 		else if (cfg->listen_str)
-			tool_err("cannot listen on %s port %u: %s",
-				 cfg->listen_str, cfg->port, strerror(err));
+			tool_err("cannot listen on %s port %u: %s%s",
+				 cfg->listen_str, cfg->port, strerror(err),
+				 tool_sec_hint(cfg->sec, err, false));
 		else
-			tool_err("cannot listen on port %u: %s", cfg->port,
-				 strerror(err));
+			tool_err("cannot listen on port %u: %s%s", cfg->port,
+				 strerror(err),
+				 tool_sec_hint(cfg->sec, err, false));
 		if (srv_backing)
 			munmap(srv_backing, TOOL_TARGET_SIZE);
 		srv_backing = NULL;
@@ -605,6 +711,50 @@ static int srv_parse_export(const char *arg, const char *opt, bool readonly,
 }
 
 /**
+ * srv_opt_name() - the long name of an option
+ * @longopts: the options
+ * @c: its value
+ *
+ * Return: the name, or "?".
+ */
+static const char *srv_opt_name(const struct option *longopts, int c)
+{
+	for (; longopts->name; longopts++)
+		if (longopts->val == c)
+			return longopts->name;
+	return "?";
+}
+
+/**
+ * srv_parse_allow() - check an --allow IDENTITY:EXPORT rule
+ * @arg: the rule; split at its last ':' (identities without keys, such as
+ *       "addr:10.0.0.1", have ':' in them; export names rarely do)
+ *
+ * Return: 0, or TOOL_EXIT_USAGE after a message.
+ */
+static int srv_parse_allow(const char *arg)
+{
+	const char *colon = strrchr(arg, ':');
+	size_t idlen;
+
+	if (!colon || colon == arg || !colon[1]) {
+		tool_err(
+			"invalid --allow '%s': expected IDENTITY:EXPORT (fnmatch patterns, e.g. 'alice:db*' or 'addr:10.0.0.*:scratch')",
+			arg);
+		return TOOL_EXIT_USAGE;
+	}
+	idlen = (size_t)(colon - arg);
+	if (idlen > 255 || strlen(colon + 1) > IBNBD_NAME_MAX ||
+	    strchr(colon + 1, '/')) {
+		tool_err(
+			"invalid --allow '%s': an identity pattern of at most 255 bytes and an export pattern of at most %d without '/' are expected",
+			arg, IBNBD_NAME_MAX);
+		return TOOL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/**
  * srv_write_stats() - write the counters to a file, atomically
  * @ctx: the server
  * @path: the file; "PATH.tmp" is written first, then renamed
@@ -702,11 +852,37 @@ void usage_server(FILE *f)
 		"                           of DIR by its file name (repeatable)\n"
 		"      --export-dir-ro DIR  the same, read only\n"
 		"      --direct             open the exports with O_DIRECT\n"
+		"      --allow ID:EXPORT    only client identities matching ID may open\n"
+		"                           the exports matching EXPORT (fnmatch\n"
+		"                           patterns, split at the last ':'; repeatable;\n"
+		"                           without any, every client opens every export)\n"
+		"      --tls MODE           TLS 1.3 with pre-shared keys (tcp): off, on\n"
+		"                           (TLS and plaintext clients) or require\n"
+		"                           (default: IBTRS_TLS, else off); needs keys\n"
+		"      --tls-psk FILE       key file of psktool (identity:hexkey a line,\n"
+		"                           mode 0600; default: IBTRS_TLS_PSK): every\n"
+		"                           client must prove one of its keys\n"
+		"      --max-sessions-per-client N\n"
+		"                           sessions one client identity may hold\n"
+		"                           (default %u)\n"
+		"      --max-cons-per-client N\n"
+		"                           connections of one client identity (default\n"
+		"                           %u)\n"
+		"      --max-handshakes-per-client N\n"
+		"                           its connections still in their handshake\n"
+		"                           (default %u)\n"
+		"      --handshake-timeout T\n"
+		"                           close a connection whose handshake took\n"
+		"                           longer: 500ms, 5s ... (default %u ms)\n"
 		"  -q, --quiet              do not log connects and disconnects\n"
 		"  -h, --help               show this help\n"
 		"\n"
 		"ibnbd requests (ibtrs bench --export, the nbdkit plugin) reach the\n"
 		"exports; any other request reaches the memory target.\n"
+		"\n"
+		"A client's identity is the key it proved, or without keys \"addr:\" and\n"
+		"its address (ibtrs(7), \"Security\"). The server says at start which\n"
+		"keys it has and what they protect.\n"
 		"\n"
 		"Prints \"listening on port N\" on stdout when ready; stops on SIGINT\n"
 		"or SIGTERM.\n",
@@ -714,11 +890,14 @@ void usage_server(FILE *f)
 		IBTRS_MAX_QUEUE_DEPTH, IBTRS_DEFAULT_QUEUE_DEPTH,
 		IBTRS_DEFAULT_MAX_IO_SIZE, SRV_MIN_HB_TIMEOUT_MS,
 		SRV_MAX_TIMEOUT_MS, TOOL_TARGET_SIZE >> 20,
-		SRV_STATS_INTERVAL_MS);
+		SRV_STATS_INTERVAL_MS, SRV_DEF_SESSIONS_PER_CLIENT,
+		SRV_DEF_CONS_PER_CLIENT, SRV_DEF_HANDSHAKES_PER_CLIENT,
+		SRV_DEF_HANDSHAKE_TIMEOUT_MS);
 }
 
 static int srv_main(int argc, char *argv[], const struct option *longopts,
-		    struct tool_export *exports, size_t *nr_exports);
+		    struct tool_export *exports, size_t *nr_exports,
+		    const char **allow);
 
 /**
  * cmd_server() - "ibtrs server"
@@ -751,22 +930,37 @@ int cmd_server(int argc, char *argv[])
 		{ "export-dir-ro", required_argument, NULL,
 		  OPT_SRV_EXPORT_DIR_RO },
 		{ "direct", no_argument, NULL, OPT_SRV_DIRECT },
+		TOOL_SEC_LONGOPTS,
+		{ "max-sessions-per-client", required_argument, NULL,
+		  OPT_SRV_MAX_SESSIONS_PER_CLIENT },
+		{ "max-cons-per-client", required_argument, NULL,
+		  OPT_SRV_MAX_CONS_PER_CLIENT },
+		{ "max-handshakes-per-client", required_argument, NULL,
+		  OPT_SRV_MAX_HANDSHAKES_PER_CLIENT },
+		{ "handshake-timeout", required_argument, NULL,
+		  OPT_SRV_HANDSHAKE_TIMEOUT },
+		{ "allow", required_argument, NULL, OPT_SRV_ALLOW },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tool_export *exports;
 	size_t nr_exports = 0;
+	const char **allow;
 	int ret;
 
-	/* One export per argument at most. */
+	/* One export, or one rule, per argument at most. */
 	exports = calloc((size_t)argc + 1, sizeof(*exports));
-	if (!exports) {
+	allow = calloc((size_t)argc + 1, sizeof(*allow));
+	if (!exports || !allow) {
 		tool_err("out of memory");
+		free(exports);
+		free(allow);
 		return TOOL_EXIT_FAIL;
 	}
-	ret = srv_main(argc, argv, longopts, exports, &nr_exports);
+	ret = srv_main(argc, argv, longopts, exports, &nr_exports, allow);
 	free(exports);
+	free(allow);
 	return ret;
 }
 
@@ -777,11 +971,13 @@ int cmd_server(int argc, char *argv[])
  * @longopts: the options
  * @exports: room for one export per argument
  * @nr_exports: set to the exports parsed
+ * @allow: room for one --allow rule per argument
  *
  * Return: exit status.
  */
 static int srv_main(int argc, char *argv[], const struct option *longopts,
-		    struct tool_export *exports, size_t *nr_exports)
+		    struct tool_export *exports, size_t *nr_exports,
+		    const char **allow)
 {
 	struct sockaddr_storage listen_ss;
 	struct tool_srv_cfg cfg = { .port = IBTRS_DEFAULT_PORT,
@@ -789,6 +985,8 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 	struct ibtrs_srv_ctx *ctx;
 	const char *listen_str = NULL, *stats_file = NULL;
 	bool quiet = false, stats_warned = false;
+	struct tool_sec sec = { .tls = IBTRS_TLS_DEFAULT };
+	double secs;
 	uint64_t v;
 	pid_t from;
 	int c, ret, sig;
@@ -825,6 +1023,46 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 			break;
 		case OPT_SRV_DIRECT:
 			cfg.direct = true;
+			break;
+		case TOOL_OPT_TLS:
+		case TOOL_OPT_TLS_PSK:
+			ret = tool_sec_opt(&sec, c, optarg);
+			if (ret)
+				return ret;
+			break;
+		case OPT_SRV_MAX_SESSIONS_PER_CLIENT:
+		case OPT_SRV_MAX_CONS_PER_CLIENT:
+		case OPT_SRV_MAX_HANDSHAKES_PER_CLIENT:
+			if (tool_parse_uint(optarg, 1, UINT32_MAX, &v)) {
+				tool_err("invalid --%s '%s': expected 1..%u",
+					 srv_opt_name(longopts, c), optarg,
+					 UINT32_MAX);
+				return TOOL_EXIT_USAGE;
+			}
+			if (c == OPT_SRV_MAX_SESSIONS_PER_CLIENT)
+				cfg.max_sessions_per_client = (uint32_t)v;
+			else if (c == OPT_SRV_MAX_CONS_PER_CLIENT)
+				cfg.max_cons_per_client = (uint32_t)v;
+			else
+				cfg.max_handshakes_per_client = (uint32_t)v;
+			break;
+		case OPT_SRV_HANDSHAKE_TIMEOUT:
+			if (tool_parse_seconds(optarg, &secs) ||
+			    secs * 1000 < 1 ||
+			    secs * 1000 > SRV_MAX_TIMEOUT_MS) {
+				tool_err(
+					"invalid --handshake-timeout '%s': expected a duration of 1ms..1h, e.g. 500ms or 5s",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.handshake_timeout_ms =
+				(uint32_t)(secs * 1000 + 0.5);
+			break;
+		case OPT_SRV_ALLOW:
+			ret = srv_parse_allow(optarg);
+			if (ret)
+				return ret;
+			allow[cfg.nr_allow++] = optarg;
 			break;
 		case 'p':
 			if (tool_parse_uint(optarg, 0, 65535, &v)) {
@@ -975,6 +1213,11 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 		cfg.listen_addr = (const struct sockaddr *)&listen_ss;
 		cfg.listen_str = listen_str;
 	}
+	ret = tool_sec_resolve(&sec, false);
+	if (ret)
+		return ret;
+	cfg.sec = &sec;
+	cfg.allow = allow;
 	cfg.log = quiet ? NULL : stderr;
 	cfg.log_prefix = TOOL_NAME ": ";
 	cfg.exports = exports;

@@ -114,6 +114,72 @@ void tool_signals_init(void);
 int tool_signal_wait(int timeout_ms, pid_t *from);
 
 /*
+ * sec.c: --tls, --tls-psk and --identity
+ */
+
+/* Option values of the security options, beside each subcommand's own. */
+enum {
+	TOOL_OPT_TLS = 0x1000,
+	TOOL_OPT_TLS_PSK,
+	TOOL_OPT_IDENTITY,
+};
+
+/* The struct option entries of --tls and --tls-psk, and of --identity. */
+#define TOOL_SEC_LONGOPTS                                            \
+	{ "tls", required_argument, NULL, TOOL_OPT_TLS },            \
+	{                                                            \
+		"tls-psk", required_argument, NULL, TOOL_OPT_TLS_PSK \
+	}
+#define TOOL_SEC_ID_LONGOPT                                            \
+	{                                                              \
+		"identity", required_argument, NULL, TOOL_OPT_IDENTITY \
+	}
+
+/**
+ * struct tool_sec - the security options of a server or a session
+ * @tls: enum ibtrs_tls_mode; IBTRS_TLS_DEFAULT until --tls or
+ *       tool_sec_resolve()
+ * @psk_file: the key file, NULL for none
+ * @identity: clients: the identity asked for, NULL for the file's first
+ * @nr_keys: set by tool_sec_resolve(): keys in @psk_file
+ * @key_identity: set by tool_sec_resolve() for a client: the identity of
+ *                the key it proves, "" without keys
+ */
+struct tool_sec {
+	int tls;
+	const char *psk_file;
+	const char *identity;
+	unsigned int nr_keys;
+	char key_identity[256];
+};
+
+int tool_sec_parse_tls(const char *s);
+const char *tool_sec_tls_str(int tls);
+
+/*
+ * Take the value of option @c (TOOL_OPT_TLS, _TLS_PSK or _IDENTITY).
+ * Return: 0, or TOOL_EXIT_USAGE after a message naming the option.
+ */
+int tool_sec_opt(struct tool_sec *sec, int c, const char *arg);
+
+/*
+ * Fill what the options left open from the environment (as the library
+ * would), read the key file and check it (and, for a @client, that the
+ * identity is in it), so that the library gets settings it accepts.
+ * Return: 0, or TOOL_EXIT_USAGE after a message naming the cause.
+ */
+int tool_sec_resolve(struct tool_sec *sec, bool client);
+
+/* One line on the security in effect, e.g. "tls require, 3 keys from F". */
+const char *tool_sec_describe(const struct tool_sec *sec, char *buf,
+			      size_t len);
+
+/* After the open of a server or a @client session failed with @err: a
+ * hint (" (...)") on what security may have to do with it, or "". @sec
+ * may be NULL. */
+const char *tool_sec_hint(const struct tool_sec *sec, int err, bool client);
+
+/*
  * server.c
  */
 
@@ -131,6 +197,9 @@ struct tool_export {
 	bool readonly;
 	char name_buf[IBNBD_NAME_MAX + 1];
 };
+
+/* Longest --allow rule: an identity pattern, ':', an export pattern. */
+#define TOOL_ALLOW_MAX (255 + 1 + IBNBD_NAME_MAX)
 
 /**
  * struct tool_srv_cfg - configuration of the built-in memory target server
@@ -154,6 +223,14 @@ struct tool_export {
  * @exports: ibnbd exports (block devices served beside the memory target)
  * @nr_exports: entries of @exports
  * @direct: open the exports with O_DIRECT
+ * @sec: TLS and keys, resolved (tool_sec_resolve()); NULL for none
+ * @max_sessions_per_client: per client identity; 0 for the library default
+ * @max_cons_per_client: the same for connections
+ * @max_handshakes_per_client: the same for unfinished handshakes
+ * @handshake_timeout_ms: 0 for the library default
+ * @allow: ibnbd allow rules, "IDENTITY:EXPORT" each (split at the last
+ *         ':'); none: every identity opens every export
+ * @nr_allow: entries of @allow
  * @log: stream for connect/disconnect messages, NULL for none
  * @log_prefix: prefix of those messages
  */
@@ -174,6 +251,13 @@ struct tool_srv_cfg {
 	const struct tool_export *exports;
 	size_t nr_exports;
 	bool direct;
+	const struct tool_sec *sec;
+	uint32_t max_sessions_per_client;
+	uint32_t max_cons_per_client;
+	uint32_t max_handshakes_per_client;
+	uint32_t handshake_timeout_ms;
+	const char *const *allow;
+	size_t nr_allow;
 	FILE *log;
 	const char *log_prefix;
 };

@@ -16,6 +16,10 @@
  * at a time (a second is refused -EBUSY) unless it asks for migration,
  * which is granted beside the rw open; rw asked of a read-only export is
  * refused -EROFS. The counts are server wide, under srv->lock.
+ *
+ * An OPEN by an identity the allow list does not name for the export is
+ * refused -EACCES, whether the export exists or not: a stranger learns no
+ * export names by trying them.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -110,6 +114,7 @@ void ibnbd_srv_destroy(struct ibnbd_srv *srv)
 		return;
 	srv_ring_fini(&srv->ring);
 	srv_exports_free(srv);
+	srv_allow_free(srv);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
@@ -147,6 +152,7 @@ static void sess_destroy(struct ibnbd_srv_sess *s)
  * sess_get() - the state of an ibtrs session, created at its first request
  * @srv: the server
  * @sessp: the caller's pointer to it
+ * @sess: the ibtrs session, whose identity the state keeps
  *
  * Two first requests of one session may race on two threads: the one
  * that loses the exchange frees its copy.
@@ -154,7 +160,8 @@ static void sess_destroy(struct ibnbd_srv_sess *s)
  * Return: the state, or NULL when out of memory.
  */
 static struct ibnbd_srv_sess *sess_get(struct ibnbd_srv *srv,
-				       struct ibnbd_srv_sess **sessp)
+				       struct ibnbd_srv_sess **sessp,
+				       struct ibtrs_srv *sess)
 {
 	struct ibnbd_srv_sess *s, *expected = NULL;
 
@@ -169,6 +176,10 @@ static struct ibnbd_srv_sess *sess_get(struct ibnbd_srv *srv,
 		free(s);
 		return NULL;
 	}
+	/* A truncated identity would match patterns the real one does not. */
+	if (!sess ||
+	    ibtrs_srv_get_identity(sess, s->identity, sizeof(s->identity)))
+		s->identity[0] = '\0';
 	s->srv = srv;
 	s->max_devices = srv->opts.max_devices;
 	s->refs = 1;
@@ -304,8 +315,9 @@ static int dev_info(struct ibnbd_srv *srv, struct srv_dev *dev,
  * @datalen: at least sizeof(struct ibnbd_msg_open_rsp)
  * @req: the request
  *
- * Return: 0 (answered), -EINVAL, -ENOENT, -EROFS, -EBUSY, -EMFILE,
- * -ENOMEM, or the errno of probing the export.
+ * Return: 0 (answered), -EINVAL, -EACCES (the allow list refuses the
+ * session's identity), -ENOENT, -EROFS, -EBUSY, -EMFILE, -ENOMEM, or the
+ * errno of probing the export.
  */
 static int do_open(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 		   struct ibtrs_srv_op *id, int dir, void *data, size_t datalen,
@@ -315,6 +327,7 @@ static int do_open(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 	struct ibnbd_open_info info;
 	struct srv_export *exp;
 	struct srv_dev *dev;
+	bool allowed;
 	uint32_t slot;
 	int ret;
 
@@ -322,8 +335,11 @@ static int do_open(struct ibnbd_srv *srv, struct ibnbd_srv_sess *s,
 	    datalen < sizeof(struct ibnbd_msg_open_rsp))
 		return -EINVAL;
 	pthread_mutex_lock(&srv->lock);
-	exp = srv_export_find(srv, req->name);
+	allowed = srv_allowed(srv, s->identity, req->name);
+	exp = allowed ? srv_export_find(srv, req->name) : NULL;
 	pthread_mutex_unlock(&srv->lock);
+	if (!allowed)
+		return -EACCES;
 	/* Exports are never removed while the server runs. */
 	if (!exp)
 		return -ENOENT;
@@ -643,7 +659,6 @@ int ibnbd_srv_rdma_ev(struct ibnbd_srv *srv, struct ibnbd_srv_sess **sessp,
 	struct ibnbd_req req;
 	int ret;
 
-	(void)sess;
 	if (!srv || !sessp || !id)
 		return -EINVAL;
 	if (datalen && !data)
@@ -651,7 +666,7 @@ int ibnbd_srv_rdma_ev(struct ibnbd_srv *srv, struct ibnbd_srv_sess **sessp,
 	ret = ibnbd_dec_req(usr, usrlen, &req);
 	if (ret)
 		return ret;
-	s = sess_get(srv, sessp);
+	s = sess_get(srv, sessp, sess);
 	if (!s)
 		return -ENOMEM;
 	switch (req.type) {

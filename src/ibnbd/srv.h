@@ -65,12 +65,29 @@ struct srv_geo {
 	uint32_t pbs;
 };
 
+/* Longest client identity kept: ibtrs' key identities and "addr:" with an
+ * IPv6 address and its scope fit. */
+#define SRV_IDENTITY_MAX 255
+
+/**
+ * struct srv_allow - one rule of the allow list (ibnbd_srv_allow())
+ * @next: next rule, in the order added
+ * @identity: fnmatch(3) pattern of client identities
+ * @export: fnmatch(3) pattern of export names
+ */
+struct srv_allow {
+	struct srv_allow *next;
+	char identity[SRV_IDENTITY_MAX + 1];
+	char export[IBNBD_NAME_MAX + 1];
+};
+
 /**
  * struct ibnbd_srv - the server
  * @opts: its options
- * @lock: guards @exports and their open counts
+ * @lock: guards @exports, their open counts and @allow
  * @exports: the export table
  * @nr_exports: entries of @exports
+ * @allow: the allow list; NULL: every identity may open every export
  * @ring: the I/O engine
  */
 struct ibnbd_srv {
@@ -78,6 +95,7 @@ struct ibnbd_srv {
 	pthread_mutex_t lock;
 	struct srv_export *exports;
 	unsigned int nr_exports;
+	struct srv_allow *allow;
 	struct srv_ring ring;
 };
 
@@ -130,6 +148,8 @@ struct srv_req {
  * @free_reqs: requests ready for reuse
  * @nr_ios: requests allocated (all on @free_reqs when idle)
  * @refs: the owner's reference plus one per request in flight
+ * @identity: the client's identity (ibtrs_srv_get_identity()), read at
+ *            the session's first request; "" when unknown
  */
 struct ibnbd_srv_sess {
 	struct ibnbd_srv *srv;
@@ -141,11 +161,16 @@ struct ibnbd_srv_sess {
 	struct srv_req *free_reqs;
 	unsigned int nr_ios;
 	unsigned int refs;
+	char identity[SRV_IDENTITY_MAX + 1];
 };
 
 /* srv_export.c */
 struct srv_export *srv_export_find(struct ibnbd_srv *srv, const char *name);
 int srv_export_geo(const struct srv_export *exp, struct srv_geo *geo);
 void srv_exports_free(struct ibnbd_srv *srv);
+/* Whether @identity may open @name by the allow list; srv->lock held. */
+bool srv_allowed(const struct ibnbd_srv *srv, const char *identity,
+		 const char *name);
+void srv_allow_free(struct ibnbd_srv *srv);
 
 #endif /* IBNBD_SRV_H */

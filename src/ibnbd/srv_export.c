@@ -8,10 +8,17 @@
  * "..") never get in (ibnbd_name_valid()). An export directory is scanned
  * once: its regular files and block devices become exports by their file
  * names, like RNBD's dev_search_path without the path building.
+ *
+ * The allow list says which client identities may open which exports:
+ * pairs of fnmatch(3) patterns, checked at every OPEN against the identity
+ * ibtrs vouches for (the key a client proved, else its address). An empty
+ * list allows everything, so that a server without rules serves as it
+ * always did.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,4 +305,75 @@ void srv_exports_free(struct ibnbd_srv *srv)
 	}
 	srv->exports = NULL;
 	srv->nr_exports = 0;
+}
+
+/**
+ * ibnbd_srv_allow() - let the identities of a pattern open some exports
+ * @srv: the server
+ * @identity: fnmatch(3) pattern of client identities
+ * @export: fnmatch(3) pattern of export names
+ *
+ * Return: 0, -EINVAL (NULL or empty patterns, or longer than an identity
+ * or an export name can be), -ENOMEM.
+ */
+int ibnbd_srv_allow(struct ibnbd_srv *srv, const char *identity,
+		    const char *export)
+{
+	struct srv_allow *a, **pp;
+
+	if (!srv || !identity || !export || !identity[0] || !export[0] ||
+	    strlen(identity) > SRV_IDENTITY_MAX ||
+	    strlen(export) > IBNBD_NAME_MAX)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	strcpy(a->identity, identity);
+	strcpy(a->export, export);
+	pthread_mutex_lock(&srv->lock);
+	/* In the order added, for messages that list them. */
+	for (pp = &srv->allow; *pp; pp = &(*pp)->next)
+		;
+	*pp = a;
+	pthread_mutex_unlock(&srv->lock);
+	return 0;
+}
+
+/**
+ * srv_allowed() - whether the allow list lets @identity open @name
+ * @srv: the server
+ * @identity: the session's identity ("" when unknown)
+ * @name: the export name
+ *
+ * Context: srv->lock held.
+ *
+ * Return: true without rules, or when a rule matches both.
+ */
+bool srv_allowed(const struct ibnbd_srv *srv, const char *identity,
+		 const char *name)
+{
+	const struct srv_allow *a;
+
+	if (!srv->allow)
+		return true;
+	for (a = srv->allow; a; a = a->next)
+		if (!fnmatch(a->identity, identity, 0) &&
+		    !fnmatch(a->export, name, 0))
+			return true;
+	return false;
+}
+
+/**
+ * srv_allow_free() - empty the allow list
+ * @srv: the server
+ */
+void srv_allow_free(struct ibnbd_srv *srv)
+{
+	struct srv_allow *a, *next;
+
+	for (a = srv->allow; a; a = next) {
+		next = a->next;
+		free(a);
+	}
+	srv->allow = NULL;
 }

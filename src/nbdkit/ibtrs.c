@@ -17,6 +17,10 @@
  * buffers, split at the device's limits. A path loss is invisible to the
  * NBD client: the transport fails requests over to another path, and
  * ibnbd holds new requests while no path is up, up to queue-timeout.
+ *
+ * Security of the ibtrs side has its own parameters, ibtrs-tls=,
+ * ibtrs-tls-psk= and ibtrs-identity=: nbdkit's --tls and --tls-psk protect
+ * the NBD side, between nbdkit and its clients, and stay nbdkit's.
  */
 #define NBDKIT_API_VERSION 2
 
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -65,10 +70,26 @@ static struct {
 	bool have_queue_timeout;
 	uint32_t io_cons;
 	const char *backend;
+	int tls;
+	char *tls_psk;
+	char *identity;
 } cfg = {
 	.port = IBTRS_DEFAULT_PORT,
 	.policy = -1,
+	.tls = IBTRS_TLS_DEFAULT,
 };
+
+/*
+ * The library's last error message while the session opens: it logs the
+ * cause of a refused option (a key file, an identity) and answers only an
+ * errno, and its log goes to nbdkit's debug output, which a user rarely
+ * sees. ibp_after_fork() gives it with its own error.
+ */
+static struct {
+	pthread_mutex_t lock;
+	bool on;
+	char msg[512];
+} open_err = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /*
  * The one session, client and device every connection shares. @dev and
@@ -118,6 +139,12 @@ static void ibp_log(void *arg, enum ibtrs_log_level level, const char *msg)
 	(void)arg;
 	nbdkit_debug("ibtrs %s: %s",
 		     (unsigned int)level < 5 ? names[level] : "?", msg);
+	if (level != IBTRS_LOG_ERR)
+		return;
+	pthread_mutex_lock(&open_err.lock);
+	if (open_err.on)
+		snprintf(open_err.msg, sizeof(open_err.msg), "%s", msg);
+	pthread_mutex_unlock(&open_err.lock);
 }
 
 /**
@@ -159,6 +186,8 @@ static void ibp_unload(void)
 		free(cfg.paths[i]);
 	free(cfg.export_name);
 	free(cfg.sessname);
+	free(cfg.tls_psk);
+	free(cfg.identity);
 }
 
 /**
@@ -179,6 +208,50 @@ static int ibp_parse_ms(const char *key, const char *value, uint32_t min,
 		nbdkit_error("%s=%s: at least %" PRIu32 " ms", key, value, min);
 		return -1;
 	}
+	return 0;
+}
+
+/**
+ * ibp_psk_file() - take ibtrs-tls-psk=FILE
+ * @value: the file
+ *
+ * Made absolute now (nbdkit leaves the directory when it forks into the
+ * background), and checked as far as a stat() can: the library reads the
+ * keys at open, in .after_fork, where a mistake shows later.
+ *
+ * Return: 0, or -1 after nbdkit_error().
+ */
+static int ibp_psk_file(const char *value)
+{
+	struct stat sb;
+	char *path;
+
+	if (!value[0]) {
+		nbdkit_error("ibtrs-tls-psk=: expected a key file");
+		return -1;
+	}
+	path = nbdkit_realpath(value);
+	if (!path)
+		return -1;
+	if (stat(path, &sb) == -1) {
+		nbdkit_error("ibtrs-tls-psk=%s: %m", value);
+		free(path);
+		return -1;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		nbdkit_error("ibtrs-tls-psk=%s: not a regular file", value);
+		free(path);
+		return -1;
+	}
+	if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
+		nbdkit_error("ibtrs-tls-psk=%s: readable by others than its "
+			     "owner (mode %03o): chmod 600 it",
+			     value, (unsigned int)(sb.st_mode & 0777));
+		free(path);
+		return -1;
+	}
+	free(cfg.tls_psk);
+	cfg.tls_psk = path;
 	return 0;
 }
 
@@ -316,6 +389,37 @@ static int ibp_config(const char *key, const char *value)
 				     IBTRS_MAX_IO_CONS);
 			return -1;
 		}
+	} else if (strcmp(key, "ibtrs-tls") == 0) {
+		if (strcmp(value, "off") == 0) {
+			cfg.tls = IBTRS_TLS_OFF;
+		} else if (strcmp(value, "on") == 0) {
+			cfg.tls = IBTRS_TLS_ON;
+		} else if (strcmp(value, "require") == 0) {
+			cfg.tls = IBTRS_TLS_REQUIRE;
+		} else {
+			nbdkit_error(
+				"ibtrs-tls=%s: expected off, on or require",
+				value);
+			return -1;
+		}
+	} else if (strcmp(key, "ibtrs-tls-psk") == 0) {
+		if (ibp_psk_file(value) == -1)
+			return -1;
+	} else if (strcmp(key, "ibtrs-identity") == 0) {
+		if (!value[0] || strlen(value) > 128 ||
+		    strpbrk(value, ": \t")) {
+			nbdkit_error("ibtrs-identity=%s: expected the identity "
+				     "of a key (1..128 bytes, no ':' or "
+				     "spaces)",
+				     value);
+			return -1;
+		}
+		free(cfg.identity);
+		cfg.identity = strdup(value);
+		if (!cfg.identity) {
+			nbdkit_error("strdup: %m");
+			return -1;
+		}
 	} else if (strcmp(key, "transport") == 0) {
 		if (strcmp(value, "tcp") == 0) {
 			cfg.backend = "tcp";
@@ -350,28 +454,52 @@ static int ibp_config_complete(void)
 		nbdkit_error("no export= given: name the server's export");
 		return -1;
 	}
+	/* The environment may give the file (IBTRS_TLS_PSK), as to any
+	 * client of the library. */
+	if (!cfg.tls_psk && !getenv("IBTRS_TLS_PSK")) {
+		if (cfg.tls == IBTRS_TLS_ON || cfg.tls == IBTRS_TLS_REQUIRE) {
+			nbdkit_error("ibtrs-tls=%s needs a key file: "
+				     "ibtrs-tls-psk=FILE",
+				     cfg.tls == IBTRS_TLS_ON ? "on"
+							     : "require");
+			return -1;
+		}
+		if (cfg.identity) {
+			nbdkit_error("ibtrs-identity=%s needs a key file: "
+				     "ibtrs-tls-psk=FILE",
+				     cfg.identity);
+			return -1;
+		}
+	}
 	return 0;
 }
 
-#define ibp_config_help                                                          \
-	"path=[ip:SRC,]ip:DST     (required, repeatable) a path to the server\n" \
-	"export=NAME              (required) the server's export\n"              \
-	"port=PORT                server port (default 1234)\n"                  \
-	"sessname=NAME            session name (default nbdkit-HOST-PID)\n"      \
-	"readonly=BOOL            open the export read only (also nbdkit -r)\n"  \
-	"policy=POLICY            round-robin, min-inflight (default) or\n"      \
-	"                         min-latency\n"                                 \
-	"reconnect-delay=SEC      between reconnect tries (default 1)\n"         \
-	"max-reconnect-attempts=N -1 forever (default), 0 never\n"               \
-	"hb-timeout=MS            a silent path is dead after it (default "      \
-	"1000)\n"                                                                \
-	"connect-timeout=MS       to connect one path (default 2000)\n"          \
-	"failover-timeout=MS      a request of a dead path waits this long\n"    \
-	"                         for another (default 30000)\n"                 \
-	"queue-timeout=MS         a request waits this long while no path is\n"  \
-	"                         up, then fails with EIO (default 30000)\n"     \
-	"io-cons=N                I/O connections per path (default 1)\n"        \
-	"transport=tcp|ofi        ibtrs backend (default tcp)"
+#define ibp_config_help                                                           \
+	"path=[ip:SRC,]ip:DST     (required, repeatable) a path to the server\n"  \
+	"export=NAME              (required) the server's export\n"               \
+	"port=PORT                server port (default 1234)\n"                   \
+	"sessname=NAME            session name (default nbdkit-HOST-PID)\n"       \
+	"readonly=BOOL            open the export read only (also nbdkit -r)\n"   \
+	"policy=POLICY            round-robin, min-inflight (default) or\n"       \
+	"                         min-latency\n"                                  \
+	"reconnect-delay=SEC      between reconnect tries (default 1)\n"          \
+	"max-reconnect-attempts=N -1 forever (default), 0 never\n"                \
+	"hb-timeout=MS            a silent path is dead after it (default "       \
+	"1000)\n"                                                                 \
+	"connect-timeout=MS       to connect one path (default 2000)\n"           \
+	"failover-timeout=MS      a request of a dead path waits this long\n"     \
+	"                         for another (default 30000)\n"                  \
+	"queue-timeout=MS         a request waits this long while no path is\n"   \
+	"                         up, then fails with EIO (default 30000)\n"      \
+	"io-cons=N                I/O connections per path (default 1)\n"         \
+	"transport=tcp|ofi        ibtrs backend (default tcp)\n"                  \
+	"ibtrs-tls=MODE           TLS 1.3 with a pre-shared key to the ibtrs\n"   \
+	"                         server: off, on or require (default: the\n"     \
+	"                         IBTRS_TLS environment variable, else off)\n"    \
+	"ibtrs-tls-psk=FILE       psktool key file (mode 0600) whose key the\n"   \
+	"                         session proves to the ibtrs server (nbdkit's\n" \
+	"                         own --tls-psk protects the NBD side)\n"         \
+	"ibtrs-identity=NAME      the key of FILE to use (default: the first)"
 
 /**
  * ibp_dev_open_locked() - open the export in @mode into st.dev, st.geo
@@ -398,7 +526,10 @@ static int ibp_dev_open_locked(enum ibnbd_access_mode mode)
 			: err == EROFS	? " (the export is read only: give "
 					  "readonly=true or -r)"
 			: err == ENOENT ? " (no such export on the server)"
-					: "");
+			: err == EACCES
+				? " (access denied: the server's allow list "
+				  "does not let this client's identity open it)"
+				: "");
 		return -1;
 	}
 	if (geo.logical_block_size < 512 ||
@@ -445,7 +576,7 @@ static int ibp_after_fork(void)
 	struct ibtrs_clt_opts o;
 	char host[64], name[NAME_MAX];
 	unsigned int i;
-	int ret;
+	int ret, err;
 
 	for (i = 0; i < cfg.path_cnt; i++) {
 		addrs[i].src = &src[i];
@@ -493,11 +624,24 @@ static int ibp_after_fork(void)
 		o.hb_timeout_ms = cfg.hb_timeout_ms;
 	if (cfg.failover_timeout_ms)
 		o.failover_timeout_ms = cfg.failover_timeout_ms;
+	o.tls = cfg.tls;
+	o.tls_psk_file = cfg.tls_psk;
+	o.identity = cfg.identity;
+	pthread_mutex_lock(&open_err.lock);
+	open_err.on = true;
+	open_err.msg[0] = '\0';
+	pthread_mutex_unlock(&open_err.lock);
 	st.sess = ibtrs_clt_open_opts(&o);
+	err = errno;
+	pthread_mutex_lock(&open_err.lock);
+	open_err.on = false;
+	pthread_mutex_unlock(&open_err.lock);
 	if (!st.sess) {
-		nbdkit_error("ibtrs session %s to %s%s (port %u): %m", name,
-			     cfg.paths[0], cfg.path_cnt > 1 ? ", ..." : "",
-			     cfg.port);
+		nbdkit_error("ibtrs session %s to %s%s (port %u): %s%s%s%s",
+			     name, cfg.paths[0],
+			     cfg.path_cnt > 1 ? ", ..." : "", cfg.port,
+			     strerror(err), open_err.msg[0] ? " (" : "",
+			     open_err.msg, open_err.msg[0] ? ")" : "");
 		return -1;
 	}
 

@@ -3,7 +3,10 @@
 # The nbdkit plugin's parameters: --help lists them all; each bad one, a
 # server that is not there, an unknown export and a second rw open of an
 # export (the server's one-rw-open rule) give a clear error and a failing
-# nbdkit; the good ones are accepted and serve.
+# nbdkit; the good ones are accepted and serve. The ibtrs side's keys
+# (ibtrs-tls=, ibtrs-tls-psk=, ibtrs-identity=): bad ones are refused with
+# their cause, good ones reach a server that holds the keys (and, where
+# the library has TLS, one that requires it).
 . "$(dirname "$0")/lib.bash"
 
 need_plugin
@@ -12,7 +15,8 @@ need nbdinfo timeout
 "${NBDKIT_ENV[@]}" nbdkit "$PLUGIN" --help >"$TMP/help" 2>&1 || fail "nbdkit --help: exit $?"
 for p in path= export= port= sessname= readonly= policy= reconnect-delay= \
 	hb-timeout= queue-timeout= transport= failover-timeout= \
-	connect-timeout= io-cons= max-reconnect-attempts=; do
+	connect-timeout= io-cons= max-reconnect-attempts= ibtrs-tls= \
+	ibtrs-tls-psk= ibtrs-identity=; do
 	grep -q "^$p" "$TMP/help" || fail "--help does not list $p"
 done
 echo "--help lists every parameter"
@@ -87,6 +91,26 @@ args=()
 for i in $(seq 17); do args+=("path=ip:127.0.0.$i"); done
 bad "at most 16 paths" "${args[@]}" export=disk
 
+# Keys of the ibtrs side, in psktool's format.
+for id in alice bob; do
+	printf '%s:%s\n' "$id" "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
+done >"$TMP/keys.psk"
+chmod 600 "$TMP/keys.psk"
+cp "$TMP/keys.psk" "$TMP/open.psk" || fail "cp"
+chmod 644 "$TMP/open.psk" || fail "chmod"
+bad "ibtrs-tls=maybe: expected off, on or require" path=ip:127.0.0.1 \
+	export=disk ibtrs-tls=maybe
+bad "ibtrs-tls=on needs a key file: ibtrs-tls-psk=FILE" path=ip:127.0.0.1 \
+	export=disk ibtrs-tls=on
+bad "ibtrs-identity=alice needs a key file" path=ip:127.0.0.1 export=disk \
+	ibtrs-identity=alice
+bad "ibtrs-identity=a:b: expected the identity" path=ip:127.0.0.1 \
+	export=disk ibtrs-identity=a:b ibtrs-tls-psk="$TMP/keys.psk"
+bad "$TMP/nosuch.psk" path=ip:127.0.0.1 export=disk \
+	ibtrs-tls-psk="$TMP/nosuch.psk"
+bad "readable by others than its owner (mode 644): chmod 600 it" \
+	path=ip:127.0.0.1 export=disk ibtrs-tls-psk="$TMP/open.psk"
+
 truncate -s 16M "$TMP/disk.img"
 truncate -s 16M "$TMP/ro.img"
 start_server srv --export "disk=$TMP/disk.img" --export-ro "ro=$TMP/ro.img"
@@ -117,4 +141,46 @@ start_nbdkit ro "$TMP/ro.sock" path=ip:127.0.0.1 port="$SRV_PORT" \
 nbdinfo --json "$(uri "$TMP/ro.sock")" | grep -q '"is_read_only": true' ||
 	fail "readonly=1 is not read only"
 stop_nbdkit ro "$NBDKIT_PID"
+
+# The ibtrs side with a key: an identity not in the file is refused with
+# the library's cause; bob's key reaches a server holding the file.
+stop_server_quiet() {
+	kill -TERM "$SRV_PID" 2>/dev/null
+	wait_for 20 bash -c "! kill -0 $SRV_PID" || fail "server $SRV_PID hangs"
+}
+stop_server_quiet
+start_server keyed --tls-psk "$TMP/keys.psk" --export "disk=$TMP/disk.img"
+bad "identity carol is not in key file" path=ip:127.0.0.1 \
+	port="$SRV_PORT" export=disk ibtrs-tls-psk="$TMP/keys.psk" \
+	ibtrs-identity=carol
+start_nbdkit keyed "$TMP/keyed.sock" path=ip:127.0.0.1 port="$SRV_PORT" \
+	export=disk ibtrs-tls-psk="$TMP/keys.psk" ibtrs-identity=bob
+[ "$(nbdinfo --size "$(uri "$TMP/keyed.sock")")" -eq $((16 << 20)) ] ||
+	fail "wrong size through a keyed session"
+stop_nbdkit keyed "$NBDKIT_PID"
+stop_server_quiet
+echo "a key of the ibtrs side reaches a server holding it"
+
+# TLS required by the server, where the library has it (a library
+# without GnuTLS refuses the mode at once and says so).
+timeout -k 1 10 "$IBTRS" server --port 0 --quiet --tls require \
+	--tls-psk "$TMP/keys.psk" >"$TMP/tlsprobe.out" 2>&1 &
+probe=$!
+wait_for 10 grep -q "listening on port" "$TMP/tlsprobe.out"
+kill -TERM "$probe" 2>/dev/null
+wait "$probe" 2>/dev/null
+if grep -q "listening on port" "$TMP/tlsprobe.out"; then
+	start_server tls --tls require --tls-psk "$TMP/keys.psk" \
+		--export "disk=$TMP/disk.img"
+	start_nbdkit tls "$TMP/tls.sock" path=ip:127.0.0.1 \
+		port="$SRV_PORT" export=disk ibtrs-tls=require \
+		ibtrs-tls-psk="$TMP/keys.psk"
+	[ "$(nbdinfo --size "$(uri "$TMP/tls.sock")")" -eq $((16 << 20)) ] ||
+		fail "wrong size through TLS"
+	stop_nbdkit tls "$NBDKIT_PID"
+	stop_server_quiet
+	echo "ibtrs-tls=require reaches a server that requires TLS"
+else
+	echo "note: no TLS in this library: $(cat "$TMP/tlsprobe.out")"
+fi
 echo "PASS"
