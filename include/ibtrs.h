@@ -520,14 +520,18 @@ enum ibtrs_tls_mode {
  *                connects, and a session belongs to that identity
  * @max_sessions_per_client: sessions one client identity (its key's
  *                           identity, or without keys its source address)
- *                           may hold (default 64; 0: the default)
+ *                           may hold, those in grace included (default 64;
+ *                           0: the default); beyond it a new session is
+ *                           refused with EUSERS, and no session is ended
+ *                           to make room
  * @max_cons_per_client: connections one client identity may hold
- *                       (default 1024; 0: the default)
+ *                       (default 1024; 0: the default); beyond it refused
+ *                       with EUSERS
  * @max_handshakes_per_client: connections from one source address that
  *                             have not finished their handshake (default
  *                             16; 0: the default; at most 1024 of all
  *                             addresses together); beyond it new ones are
- *                             refused
+ *                             refused with EAGAIN
  * @handshake_timeout_ms: a connection whose handshake has not finished
  *                        after this long is closed (default 5000; 0: the
  *                        default)

@@ -10,6 +10,9 @@
  *   refused (EUSERS, counted), while client B still opens one; A's and
  *   B's sessions stay up (nobody is evicted), and once A closes one it
  *   may open one again;
+ * - connections: client A's connections beyond its limit are refused
+ *   (EUSERS), a session that needs one more fails to open, while client B
+ *   still connects;
  * - half-open handshakes: connections from 127.0.0.2 that send their
  *   connection request and never AUTH_REQ fill that address's share,
  *   the next one from there is refused, a client from 127.0.0.1 still
@@ -26,6 +29,7 @@
 #define LIM_SESSIONS 3
 #define LIM_HANDSHAKES 4
 #define LIM_HS_TIMEOUT_MS 600
+#define LIM_CONS 3 /* a session has 2 connections: one and a half */
 
 static int lim_rdma_ev(struct ibtrs_srv *sess, void *priv,
 		       struct ibtrs_srv_op *id, int dir, void *data,
@@ -37,7 +41,7 @@ static int lim_rdma_ev(struct ibtrs_srv *sess, void *priv,
 	return 0;
 }
 
-static struct ibtrs_srv_ctx *lim_srv(const char *keys)
+static struct ibtrs_srv_ctx *lim_srv_cons(const char *keys, uint32_t cons)
 {
 	struct sockaddr_in any = { .sin_family = AF_INET,
 				   .sin_addr.s_addr = htonl(INADDR_ANY) };
@@ -54,11 +58,17 @@ static struct ibtrs_srv_ctx *lim_srv(const char *keys)
 	o.tls = IBTRS_TLS_OFF;
 	o.tls_psk_file = keys;
 	o.max_sessions_per_client = LIM_SESSIONS;
+	o.max_cons_per_client = cons;
 	o.max_handshakes_per_client = LIM_HANDSHAKES;
 	o.handshake_timeout_ms = LIM_HS_TIMEOUT_MS;
 	ctx = ibtrs_srv_open_opts(&o);
 	CHECK(ctx);
 	return ctx;
+}
+
+static struct ibtrs_srv_ctx *lim_srv(const char *keys)
+{
+	return lim_srv_cons(keys, 0);
 }
 
 static struct ibtrs_srv_stats stats(struct ibtrs_srv_ctx *ctx)
@@ -157,6 +167,42 @@ static void sessions_case(const char *what, const char *keys, const char *src_a,
 	ibtrs_clt_close(b);
 	for (i = 0; i < LIM_SESSIONS; i++)
 		ibtrs_clt_close(a[i]);
+	ibtrs_srv_close(ctx);
+}
+
+/* Client A at its connection limit; client B is served. */
+static void case_cons(void)
+{
+	struct ibtrs_srv_ctx *ctx = lim_srv_cons(NULL, LIM_CONS);
+	struct ibtrs_srv_stats st0;
+	struct ibtrs_clt *a, *c, *b;
+
+	a = lim_clt(ctx, "127.0.0.2", NULL, NULL);
+	CHECK(a);
+	st0 = stats(ctx);
+	errno = 0;
+	c = lim_clt(ctx, "127.0.0.2", NULL, NULL);
+	if (c || errno != EUSERS) {
+		fprintf(stderr,
+			"limits connections: a session needing connections %u and %u of client A: %s, errno %d (%s); expected a refusal (EUSERS)\n",
+			LIM_CONS, LIM_CONS + 1, c ? "opened" : "failed", errno,
+			strerror(errno));
+		exit(1);
+	}
+	CHECK(stats(ctx).refused_limit > st0.refused_limit);
+	b = lim_clt(ctx, "127.0.0.1", NULL, NULL);
+	if (!b) {
+		fprintf(stderr,
+			"limits connections: client B was refused (%s)\n",
+			strerror(errno));
+		exit(1);
+	}
+	check_up(a, "connections");
+	check_up(b, "connections");
+	printf("limits connections: client A refused beyond %u connections, client B served\n",
+	       LIM_CONS);
+	ibtrs_clt_close(b);
+	ibtrs_clt_close(a);
 	ibtrs_srv_close(ctx);
 }
 
@@ -282,6 +328,8 @@ int main(void)
 	/* With keys, the identity counts, whatever the address. */
 	sessions_case("by identity", file, "127.0.0.1", "client-a", "client-b");
 	t_keys_cleanup(&k);
+	cur_case = "connections";
+	case_cons();
 	cur_case = "half-open";
 	case_half_open();
 	printf("hostile/limits: OK\n");
