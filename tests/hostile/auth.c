@@ -11,7 +11,8 @@
  *   attach to the session; it reaches none of the session's memory;
  * - a recorded handshake of a join (conn_req and AUTH_REQ bytes) replayed
  *   on a new connection: refused, while a fresh one of the same client
- *   is accepted;
+ *   is accepted; the same with the bytes of a real client's connections,
+ *   captured by a relay;
  * - a client that does not authenticate: refused at the connection
  *   request.
  * Against servers with keys, real clients (each case fails without the
@@ -190,6 +191,203 @@ static void case_replay(void)
 	atk_close(&a);
 }
 
+/* ------------------------------------------------------------------ */
+/* a relay that records what a real client sends                        */
+
+#define RELAY_CONS 4
+#define RELAY_REC                                              \
+	(sizeof(struct tcp_hello) + sizeof(struct tcp_frame) + \
+	 sizeof(struct ibtrs_msg_auth_req))
+
+static struct {
+	int lfd, stop[2];
+	uint16_t port;
+	pthread_t thr;
+	pthread_mutex_t lock;
+	unsigned int nr;			  /* connections relayed */
+	unsigned char rec[RELAY_CONS][RELAY_REC]; /* client -> server */
+	size_t got[RELAY_CONS];
+} relay = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Move what @from has to @to; false at the end of either. */
+static bool relay_move(int from, int to, unsigned int idx, bool record)
+{
+	char buf[65536];
+	ssize_t n = recv(from, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n <= 0)
+		return false;
+	if (record) {
+		size_t k;
+
+		pthread_mutex_lock(&relay.lock);
+		k = RELAY_REC - relay.got[idx];
+		if (k > (size_t)n)
+			k = (size_t)n;
+		memcpy(relay.rec[idx] + relay.got[idx], buf, k);
+		relay.got[idx] += k;
+		pthread_mutex_unlock(&relay.lock);
+	}
+	return !rt_send_all(to, buf, (size_t)n, IO_TIMEOUT_MS, NULL);
+}
+
+static void *relay_thread(void *arg)
+{
+	int c[RELAY_CONS], sv[RELAY_CONS];
+	unsigned int n = 0, i;
+
+	(void)arg;
+	for (;;) {
+		struct pollfd p[2 + 2 * RELAY_CONS];
+		unsigned int np = 0;
+
+		p[np].fd = relay.stop[0];
+		p[np++].events = POLLIN;
+		p[np].fd = relay.lfd;
+		p[np++].events = POLLIN;
+		for (i = 0; i < n; i++) {
+			p[np].fd = c[i];
+			p[np++].events = c[i] >= 0 ? POLLIN : 0;
+			p[np].fd = sv[i];
+			p[np++].events = sv[i] >= 0 ? POLLIN : 0;
+		}
+		if (poll(p, np, 1000) <= 0)
+			continue;
+		if (p[0].revents)
+			break;
+		if (p[1].revents && n < RELAY_CONS) {
+			c[n] = accept4(relay.lfd, NULL, NULL,
+				       SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (c[n] >= 0) {
+				sv[n] = raw_connect();
+				pthread_mutex_lock(&relay.lock);
+				relay.nr = ++n;
+				pthread_mutex_unlock(&relay.lock);
+			}
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			if (c[i] < 0)
+				continue;
+			if ((p[2 + 2 * i].revents &&
+			     !relay_move(c[i], sv[i], i, true)) ||
+			    (p[3 + 2 * i].revents &&
+			     !relay_move(sv[i], c[i], i, false))) {
+				close(c[i]);
+				close(sv[i]);
+				c[i] = sv[i] = -1;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (c[i] >= 0) {
+			close(c[i]);
+			close(sv[i]);
+		}
+	}
+	return NULL;
+}
+
+static void relay_start(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+
+	relay.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(relay.lfd >= 0);
+	CHECK_EQ(bind(relay.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_EQ(listen(relay.lfd, 8), 0);
+	CHECK_EQ(getsockname(relay.lfd, (struct sockaddr *)&a, &alen), 0);
+	relay.port = ntohs(a.sin_port);
+	CHECK_EQ(pipe2(relay.stop, O_CLOEXEC), 0);
+	CHECK_EQ(pthread_create(&relay.thr, NULL, relay_thread, NULL), 0);
+}
+
+static void relay_stop(void)
+{
+	CHECK_EQ(write(relay.stop[1], "q", 1), 1);
+	pthread_join(relay.thr, NULL);
+	close(relay.stop[0]);
+	close(relay.stop[1]);
+	close(relay.lfd);
+}
+
+/*
+ * A real client's session through the relay (two connections: con 0
+ * made the session, con 1 joined it); then each connection's recorded
+ * hello and AUTH_REQ replayed to the server, byte for byte, while that
+ * session is up: refused.
+ */
+static void case_replay_real(void)
+{
+	struct sockaddr_storage dst;
+	struct ibtrs_addr addr = { .dst = &dst };
+	struct ibtrs_srv_stats st0, st;
+	struct ibtrs_clt_opts o;
+	struct ibtrs_msg_auth_rsp m;
+	struct ibtrs_auth_rsp r;
+	struct ibtrs_clt *c;
+	struct tcp_frame f;
+	unsigned int i;
+	int fd;
+
+	relay_start();
+	CHECK_EQ(ibtrs_addr_to_sockaddr("ip:127.0.0.1", 12, relay.port, &addr),
+		 0);
+	ibtrs_clt_opts_init(&o, sizeof(o));
+	o.sessname = "atk-relayed";
+	o.paths = &addr;
+	o.path_cnt = 1;
+	o.port = relay.port;
+	o.max_reconnect_attempts = 0;
+	c = ibtrs_clt_open_opts(&o);
+	CHECK(c);
+	pthread_mutex_lock(&relay.lock);
+	CHECK_EQ(relay.nr, 2);
+	for (i = 0; i < 2; i++)
+		CHECK_EQ(relay.got[i], RELAY_REC);
+	pthread_mutex_unlock(&relay.lock);
+	st0 = stats(srv.ctx);
+	for (i = 0; i < 2; i++) {
+		const unsigned char *rec = relay.rec[i];
+
+		tcp_frame_decode(&f, rec + sizeof(struct tcp_hello));
+		CHECK_EQ(f.op, TCP_OP_SEND);
+		CHECK_EQ(f.len, sizeof(struct ibtrs_msg_auth_req));
+		fd = raw_connect();
+		CHECK_EQ(rt_send_all(fd, rec, sizeof(struct tcp_hello),
+				     IO_TIMEOUT_MS, NULL),
+			 0);
+		CHECK_EQ(read_answer(fd, NULL), 0);
+		CHECK_EQ(rt_send_all(fd, rec + sizeof(struct tcp_hello),
+				     RELAY_REC - sizeof(struct tcp_hello),
+				     IO_TIMEOUT_MS, NULL),
+			 0);
+		rt_recv_frame(fd, &f, &m, sizeof(m), IO_TIMEOUT_MS);
+		CHECK_EQ(ibtrs_auth_rsp_decode(&m, f.len, &r), 0);
+		if (r.err != EACCES) {
+			fprintf(stderr,
+				"replay-real: connection %u replayed: answer %u, expected EACCES\n",
+				i, r.err);
+			exit(1);
+		}
+		expect_closed(fd);
+	}
+	st = stats(srv.ctx);
+	CHECK_EQ(st.auth_failed, st0.auth_failed + 2);
+	{
+		struct ibtrs_attrs attr;
+
+		CHECK_EQ(ibtrs_clt_query(c, &attr), 0);
+		CHECK_EQ(attr.connected_paths, 1);
+	}
+	ibtrs_clt_close(c);
+	relay_stop();
+}
+
 /* A client of protocol 1.0, which does not authenticate. */
 static void case_no_auth(void)
 {
@@ -355,6 +553,7 @@ static const struct hcase cases[] = {
 	{ "join-as-connection", case_join_as_con },
 	{ "forged-hello", case_forged_hello },
 	{ "replay", case_replay },
+	{ "replay-real", case_replay_real },
 	{ "no-auth", case_no_auth },
 	{ "keys", case_keys },
 };
