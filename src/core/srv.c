@@ -9,6 +9,12 @@
  * a connection holds a reference on its session. The session is freed,
  * and IBTRS_SRV_LINK_EV_DISCONNECTED sent, when its last path is closed
  * and the last of those references is gone.
+ *
+ * A connection belongs to no session until its handshake is over
+ * (docs/protocol.md, "Authentication"): from its request to AUTH_RSP it
+ * is a struct srv_hs on the context's list, in the context's empty pd,
+ * counted against the half-open limits of its source address. The
+ * per-client counts (struct srv_ident) are the loop thread's too.
  */
 #include <arpa/inet.h>
 #include <errno.h>
