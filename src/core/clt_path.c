@@ -422,6 +422,21 @@ void clt_path_destroy_cons(struct clt_path *path)
 	ibtrs_loop_call(path->sess->loop, destroy_fn, path);
 }
 
+/* What a server's refusal @err (negative) says, beyond its errno. */
+static const char *refusal_hint(int err)
+{
+	switch (err) {
+	case -EUSERS:
+		return " (this client is at the server's limit of sessions or connections per client)";
+	case -EAGAIN:
+		return " (too many unfinished handshakes from this address)";
+	case -EACCES:
+		return " (this client does not authenticate)";
+	default:
+		return "";
+	}
+}
+
 /* The deadline @ms from now, for pthread_cond_timedwait(). */
 static void deadline_in(struct timespec *ts, unsigned int ms)
 {
@@ -534,9 +549,9 @@ static int con_auth(struct clt_con *con, const struct ibtrs_conn_req *cr,
 		else
 			ibtrs_log(
 				IBTRS_LOG_ERR,
-				"session %s: path %s: server refused connection %u: %s",
+				"session %s: path %s: server refused connection %u: %s%s",
 				sess->sessname, path_name(path), con->cid,
-				strerror(-ret));
+				strerror(-ret), refusal_hint(ret));
 	}
 	if (ret)
 		goto out;
@@ -655,8 +670,9 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		ret = -(int)r.err;
 		ibtrs_log(
 			IBTRS_LOG_ERR,
-			"session %s: path %s: server refused connection %u: %s",
-			sess->sessname, path_name(path), cid, strerror(-ret));
+			"session %s: path %s: server refused connection %u: %s%s",
+			sess->sessname, path_name(path), cid, strerror(-ret),
+			refusal_hint(ret));
 		/* The server's word for a version mismatch. */
 		if (ret == -EPROTONOSUPPORT)
 			ret = -EPROTO;
