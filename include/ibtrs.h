@@ -520,13 +520,18 @@ enum ibtrs_tls_mode {
  *                connects, and a session belongs to that identity
  * @max_sessions_per_client: sessions one client identity (its key's
  *                           identity, or without keys its source address)
- *                           may hold (default 64; 0: the default)
+ *                           may hold, those in grace included (default 64;
+ *                           0: the default); beyond it a new session is
+ *                           refused with EUSERS, and no session is ended
+ *                           to make room
  * @max_cons_per_client: connections one client identity may hold
- *                       (default 1024; 0: the default)
- * @max_handshakes_per_client: connections of one client identity that
+ *                       (default 1024; 0: the default); beyond it refused
+ *                       with EUSERS
+ * @max_handshakes_per_client: connections from one source address that
  *                             have not finished their handshake (default
- *                             16; 0: the default); beyond it new ones are
- *                             refused
+ *                             16; 0: the default; at most 1024 of all
+ *                             addresses together); beyond it new ones are
+ *                             refused with EAGAIN
  * @handshake_timeout_ms: a connection whose handshake has not finished
  *                        after this long is closed (default 5000; 0: the
  *                        default)
@@ -602,6 +607,14 @@ uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx);
  *                tag's window; the path stays, the tag's state is unchanged
  * @refused_full: new sessions refused with -ENOSPC because the server held
  *                max_sessions (sessions in grace are never ended for room)
+ * @auth_failed: connections refused by the authentication: no key where
+ *               the server has keys, an unknown identity, a wrong proof of
+ *               the key or of the session's secret, a malformed AUTH_REQ,
+ *               a client that does not authenticate (ibtrs(7), "Security")
+ * @refused_limit: connections refused by a per-client limit: sessions,
+ *                 connections or half-open handshakes of one identity or
+ *                 source address, half-open handshakes in total, paths of
+ *                 a session; and handshakes closed by the handshake timeout
  */
 struct ibtrs_srv_stats {
 	size_t size;
@@ -616,6 +629,8 @@ struct ibtrs_srv_stats {
 	uint64_t proto_msg;
 	uint64_t gen_rejected;
 	uint64_t refused_full;
+	uint64_t auth_failed;
+	uint64_t refused_limit;
 };
 
 /**

@@ -22,6 +22,7 @@ void ibtrs_conn_req_encode(struct ibtrs_msg_conn_req *m,
 	m->caps = r->caps;
 	memcpy(m->sess_uuid, r->sess_uuid, IBTRS_UUID_LEN);
 	memcpy(m->path_uuid, r->path_uuid, IBTRS_UUID_LEN);
+	memcpy(m->nonce, r->nonce, IBTRS_NONCE_LEN);
 }
 
 /*
@@ -66,6 +67,7 @@ int ibtrs_conn_req_decode(const void *buf, size_t len, struct ibtrs_conn_req *r)
 		return -EPROTO;
 	memcpy(r->sess_uuid, m.sess_uuid, IBTRS_UUID_LEN);
 	memcpy(r->path_uuid, m.path_uuid, IBTRS_UUID_LEN);
+	memcpy(r->nonce, m.nonce, IBTRS_NONCE_LEN);
 	return 0;
 }
 
@@ -82,6 +84,7 @@ void ibtrs_conn_rsp_encode(struct ibtrs_msg_conn_rsp *m,
 	m->max_usr_msg = htole32(r->max_usr_msg);
 	m->flags = htole32(r->flags);
 	m->incarnation = htole64(r->incarnation);
+	memcpy(m->nonce, r->nonce, IBTRS_NONCE_LEN);
 }
 
 int ibtrs_conn_rsp_decode(const void *buf, size_t len, struct ibtrs_conn_rsp *r)
@@ -103,6 +106,10 @@ int ibtrs_conn_rsp_decode(const void *buf, size_t len, struct ibtrs_conn_rsp *r)
 	 * an incarnation the flag does not vouch for. */
 	r->incarnation =
 		r->flags & IBTRS_RSP_INCARNATION ? le64toh(m.incarnation) : 0;
+	if (r->flags & IBTRS_RSP_AUTH)
+		memcpy(r->nonce, m.nonce, IBTRS_NONCE_LEN);
+	else
+		memset(r->nonce, 0, IBTRS_NONCE_LEN);
 	if (r->err)
 		return 0;
 	/* The session geometry must be usable before anyone relies on it. */
@@ -112,6 +119,113 @@ int ibtrs_conn_rsp_decode(const void *buf, size_t len, struct ibtrs_conn_rsp *r)
 	    r->chunk_size - r->max_io_size < IBTRS_HDR_ROOM ||
 	    ibtrs_imm_off_bits(r->queue_depth, r->chunk_size) < 0)
 		return -EPROTO;
+	return 0;
+}
+
+void ibtrs_auth_req_encode(struct ibtrs_msg_auth_req *m,
+			   const struct ibtrs_auth_req *r)
+{
+	size_t n = r->id_len <= IBTRS_AUTH_ID_MAX ? r->id_len : 0;
+
+	memset(m, 0, sizeof(*m));
+	m->type = htole16(IBTRS_MSG_AUTH_REQ);
+	m->flags = r->flags;
+	m->id_len = (uint8_t)n;
+	memcpy(m->identity, r->identity, n);
+	memcpy(m->pub, r->pub, IBTRS_AUTH_KEY_LEN);
+	if (r->flags & IBTRS_AUTH_PSK)
+		memcpy(m->proof_psk, r->proof_psk, IBTRS_AUTH_KEY_LEN);
+	if (r->flags & IBTRS_AUTH_JOIN)
+		memcpy(m->proof_sess, r->proof_sess, IBTRS_AUTH_KEY_LEN);
+}
+
+static bool all_zero(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (c[i])
+			return false;
+	return true;
+}
+
+int ibtrs_auth_req_decode(const void *buf, size_t len, struct ibtrs_auth_req *r)
+{
+	struct ibtrs_msg_auth_req m;
+	unsigned int i;
+
+	if (!buf || len != sizeof(m))
+		return -EPROTO;
+	memcpy(&m, buf, sizeof(m));
+	if (le16toh(m.type) != IBTRS_MSG_AUTH_REQ || m.reserved ||
+	    (m.flags & ~(IBTRS_AUTH_PSK | IBTRS_AUTH_JOIN)) ||
+	    m.id_len > IBTRS_AUTH_ID_MAX)
+		return -EPROTO;
+	/* An identity comes with a key's proof, and only then. */
+	if (!m.id_len != !(m.flags & IBTRS_AUTH_PSK))
+		return -EPROTO;
+	if (!all_zero(m.identity + m.id_len, sizeof(m.identity) - m.id_len))
+		return -EPROTO;
+	for (i = 0; i < m.id_len; i++) {
+		unsigned char c = (unsigned char)m.identity[i];
+
+		if (c <= ' ' || c >= 0x7f || c == ':')
+			return -EPROTO;
+	}
+	if (!(m.flags & IBTRS_AUTH_PSK) &&
+	    !all_zero(m.proof_psk, sizeof(m.proof_psk)))
+		return -EPROTO;
+	if (!(m.flags & IBTRS_AUTH_JOIN) &&
+	    !all_zero(m.proof_sess, sizeof(m.proof_sess)))
+		return -EPROTO;
+	r->flags = m.flags;
+	r->id_len = m.id_len;
+	memcpy(r->identity, m.identity, m.id_len);
+	r->identity[m.id_len] = '\0';
+	memcpy(r->pub, m.pub, IBTRS_AUTH_KEY_LEN);
+	memcpy(r->proof_psk, m.proof_psk, IBTRS_AUTH_KEY_LEN);
+	memcpy(r->proof_sess, m.proof_sess, IBTRS_AUTH_KEY_LEN);
+	return 0;
+}
+
+void ibtrs_auth_rsp_encode(struct ibtrs_msg_auth_rsp *m,
+			   const struct ibtrs_auth_rsp *r)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = htole16(IBTRS_MSG_AUTH_RSP);
+	m->err = htole16(r->err);
+	if (r->err)
+		return;
+	m->flags = htole32(r->flags);
+	m->incarnation = htole64(r->incarnation);
+	if (r->flags & IBTRS_RSP_NEW_SESS)
+		memcpy(m->pub, r->pub, IBTRS_AUTH_KEY_LEN);
+	memcpy(m->proof, r->proof, IBTRS_AUTH_KEY_LEN);
+}
+
+int ibtrs_auth_rsp_decode(const void *buf, size_t len, struct ibtrs_auth_rsp *r)
+{
+	struct ibtrs_msg_auth_rsp m;
+
+	if (!buf || len != sizeof(m))
+		return -EPROTO;
+	memcpy(&m, buf, sizeof(m));
+	if (le16toh(m.type) != IBTRS_MSG_AUTH_RSP)
+		return -EPROTO;
+	memset(r, 0, sizeof(*r));
+	r->err = le16toh(m.err);
+	if (r->err)
+		return 0;
+	r->flags = le32toh(m.flags);
+	r->incarnation = le64toh(m.incarnation);
+	if (!(r->flags & IBTRS_RSP_INCARNATION) || !r->incarnation ||
+	    (r->flags & ~(IBTRS_RSP_INCARNATION | IBTRS_RSP_NEW_SESS)))
+		return -EPROTO;
+	if (!(r->flags & IBTRS_RSP_NEW_SESS) && !all_zero(m.pub, sizeof(m.pub)))
+		return -EPROTO;
+	memcpy(r->pub, m.pub, IBTRS_AUTH_KEY_LEN);
+	memcpy(r->proof, m.proof, IBTRS_AUTH_KEY_LEN);
 	return 0;
 }
 

@@ -18,13 +18,16 @@
 
 #define IBTRS_MAGIC 0x1BBD
 #define IBTRS_PROTO_VER_MAJOR 1
-#define IBTRS_PROTO_VER_MINOR 0
+#define IBTRS_PROTO_VER_MINOR 1
 #define IBTRS_PROTO_VER ((IBTRS_PROTO_VER_MAJOR << 8) | IBTRS_PROTO_VER_MINOR)
 
 #define IBTRS_UUID_LEN 16
 #define IBTRS_SESSNAME_LEN 256	   /* on the wire, NUL-padded */
 #define IBTRS_MAX_CONS_PER_PATH 16 /* con 0 + at most 15 I/O cons */
 #define IBTRS_MAX_INFO_DESCS 64
+#define IBTRS_NONCE_LEN 16    /* conn_req and conn_rsp nonces */
+#define IBTRS_AUTH_KEY_LEN 32 /* X25519 keys, HMAC-SHA-256 proofs */
+#define IBTRS_AUTH_ID_MAX 128 /* identity bytes in AUTH_REQ */
 
 /* Room after the data in each chunk: user message plus trailer. */
 #define IBTRS_HDR_ROOM 4096u
@@ -49,6 +52,8 @@ enum ibtrs_imm_type {
 enum ibtrs_msg_type {
 	IBTRS_MSG_INFO_REQ = 1,
 	IBTRS_MSG_INFO_RSP = 2,
+	IBTRS_MSG_AUTH_REQ = 3, /* client->server, first message of a con */
+	IBTRS_MSG_AUTH_RSP = 4, /* server->client, its answer */
 };
 
 /* Trailers a request writes into its chunk, after the user message. */
@@ -67,15 +72,29 @@ enum ibtrs_trailer_type {
  * included), so that a never used tag can be held to the window from 0.
  */
 #define IBTRS_CAP_GEN_FROM_1 0x01
+/*
+ * IBTRS_CAP_AUTH: the client fills conn_req.nonce and answers the
+ * server's nonce with AUTH_REQ (docs/protocol.md, "Authentication"). A
+ * server of 1.1 refuses a client without it.
+ */
+#define IBTRS_CAP_AUTH 0x02
 
 /*
- * conn_rsp.flags. A server that sets IBTRS_RSP_INCARNATION fills
- * @incarnation: the random identity of the server session this connection
- * joined, new with every session the server creates. A server of before
- * leaves the flags 0, and its client cannot tell a restart from a rejoin.
+ * conn_rsp.flags and auth_rsp.flags. IBTRS_RSP_AUTH (conn_rsp): the
+ * server authenticates, conn_rsp.nonce is its nonce, and the connection
+ * belongs to no session until AUTH_RSP. IBTRS_RSP_INCARNATION and
+ * IBTRS_RSP_NEW_SESS (auth_rsp; in conn_rsp in protocol 1.0): @incarnation
+ * is the random identity of the server session this connection joined,
+ * new with every session the server creates, and whether this connection
+ * created it.
  */
 #define IBTRS_RSP_INCARNATION 0x01 /* @incarnation is valid */
 #define IBTRS_RSP_NEW_SESS 0x02	   /* this connection created the session */
+#define IBTRS_RSP_AUTH 0x04	   /* conn_rsp: AUTH_REQ expected */
+
+/* auth_req.flags: which proofs the client gives. */
+#define IBTRS_AUTH_PSK 0x01  /* @proof_psk, over the key of @identity */
+#define IBTRS_AUTH_JOIN 0x02 /* @proof_sess, over the session's secret */
 
 /*
  * Generation window (docs/protocol.md, "At most once"). A tag's next
@@ -103,7 +122,7 @@ struct ibtrs_msg_conn_req {
 	uint32_t reserved1;
 	uint8_t sess_uuid[IBTRS_UUID_LEN];
 	uint8_t path_uuid[IBTRS_UUID_LEN];
-	uint8_t reserved2[16];
+	uint8_t nonce[IBTRS_NONCE_LEN]; /* Nc, with IBTRS_CAP_AUTH */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ibtrs_msg_conn_req) == 64, "conn_req size");
 
@@ -112,7 +131,8 @@ _Static_assert(sizeof(struct ibtrs_msg_conn_req) == 64, "conn_req size");
  *
  * @err is 0 on accept, a positive errno on reject; the other fields are
  * only meaningful on accept. @flags: IBTRS_RSP_*; @incarnation: see
- * IBTRS_RSP_INCARNATION.
+ * IBTRS_RSP_INCARNATION (0 from a server of 1.1); @nonce: Ns, with
+ * IBTRS_RSP_AUTH.
  */
 struct ibtrs_msg_conn_rsp {
 	uint16_t magic;
@@ -124,9 +144,48 @@ struct ibtrs_msg_conn_rsp {
 	uint32_t max_usr_msg;
 	uint32_t flags;
 	uint64_t incarnation;
-	uint8_t reserved[32];
+	uint8_t nonce[IBTRS_NONCE_LEN];
+	uint8_t reserved[16];
 } __attribute__((packed));
 _Static_assert(sizeof(struct ibtrs_msg_conn_rsp) == 64, "conn_rsp size");
+
+/**
+ * struct ibtrs_msg_auth_req - the client's proofs (SEND, 232 bytes)
+ * @flags: IBTRS_AUTH_*
+ * @id_len: bytes of @identity, 0 without a key; the rest is zero
+ * @pub: the client's ephemeral X25519 public key
+ * @proof_psk: with IBTRS_AUTH_PSK, else zero
+ * @proof_sess: with IBTRS_AUTH_JOIN, else zero
+ */
+struct ibtrs_msg_auth_req {
+	uint16_t type;
+	uint8_t flags;
+	uint8_t id_len;
+	uint32_t reserved;
+	char identity[IBTRS_AUTH_ID_MAX];
+	uint8_t pub[IBTRS_AUTH_KEY_LEN];
+	uint8_t proof_psk[IBTRS_AUTH_KEY_LEN];
+	uint8_t proof_sess[IBTRS_AUTH_KEY_LEN];
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_msg_auth_req) == 232, "auth_req size");
+
+/**
+ * struct ibtrs_msg_auth_rsp - the server's answer to AUTH_REQ (80 bytes)
+ * @err: 0, or the positive errno of a refusal (the rest is then zero)
+ * @flags: IBTRS_RSP_INCARNATION, IBTRS_RSP_NEW_SESS
+ * @incarnation: the session's, never 0
+ * @pub: with IBTRS_RSP_NEW_SESS, the server's ephemeral X25519 public key
+ * @proof: the server's proof
+ */
+struct ibtrs_msg_auth_rsp {
+	uint16_t type;
+	uint16_t err;
+	uint32_t flags;
+	uint64_t incarnation;
+	uint8_t pub[IBTRS_AUTH_KEY_LEN];
+	uint8_t proof[IBTRS_AUTH_KEY_LEN];
+} __attribute__((packed));
+_Static_assert(sizeof(struct ibtrs_msg_auth_rsp) == 80, "auth_rsp size");
 
 /** struct ibtrs_msg_info_req - session name, sent once per path on con 0 */
 struct ibtrs_msg_info_req {
@@ -192,6 +251,7 @@ struct ibtrs_conn_req {
 	uint8_t caps; /* IBTRS_CAP_* */
 	uint8_t sess_uuid[IBTRS_UUID_LEN];
 	uint8_t path_uuid[IBTRS_UUID_LEN];
+	uint8_t nonce[IBTRS_NONCE_LEN];
 };
 
 struct ibtrs_conn_rsp {
@@ -201,8 +261,26 @@ struct ibtrs_conn_rsp {
 	uint32_t max_io_size;
 	uint32_t chunk_size;
 	uint32_t max_usr_msg;
-	uint32_t flags;	      /* IBTRS_RSP_* */
-	uint64_t incarnation; /* valid with IBTRS_RSP_INCARNATION */
+	uint32_t flags;			/* IBTRS_RSP_* */
+	uint64_t incarnation;		/* valid with IBTRS_RSP_INCARNATION */
+	uint8_t nonce[IBTRS_NONCE_LEN]; /* valid with IBTRS_RSP_AUTH */
+};
+
+struct ibtrs_auth_req {
+	uint8_t flags; /* IBTRS_AUTH_* */
+	uint8_t id_len;
+	char identity[IBTRS_AUTH_ID_MAX + 1]; /* NUL-terminated */
+	uint8_t pub[IBTRS_AUTH_KEY_LEN];
+	uint8_t proof_psk[IBTRS_AUTH_KEY_LEN];
+	uint8_t proof_sess[IBTRS_AUTH_KEY_LEN];
+};
+
+struct ibtrs_auth_rsp {
+	uint16_t err;
+	uint32_t flags; /* IBTRS_RSP_INCARNATION, IBTRS_RSP_NEW_SESS */
+	uint64_t incarnation;
+	uint8_t pub[IBTRS_AUTH_KEY_LEN];
+	uint8_t proof[IBTRS_AUTH_KEY_LEN];
 };
 
 /* Where @gen lies against @last, the tag's last generation (serial). */
@@ -247,6 +325,25 @@ void ibtrs_conn_rsp_encode(struct ibtrs_msg_conn_rsp *m,
 			   const struct ibtrs_conn_rsp *r);
 int ibtrs_conn_rsp_decode(const void *buf, size_t len,
 			  struct ibtrs_conn_rsp *r);
+
+void ibtrs_auth_req_encode(struct ibtrs_msg_auth_req *m,
+			   const struct ibtrs_auth_req *r);
+/*
+ * Exactly one AUTH_REQ: known flags only, reserved and padding zero, an
+ * identity of printable bytes without ':' or spaces, present exactly when
+ * IBTRS_AUTH_PSK is.
+ */
+int ibtrs_auth_req_decode(const void *buf, size_t len,
+			  struct ibtrs_auth_req *r);
+void ibtrs_auth_rsp_encode(struct ibtrs_msg_auth_rsp *m,
+			   const struct ibtrs_auth_rsp *r);
+/*
+ * Exactly one AUTH_RSP. A refusal (@err set) carries nothing else; an
+ * accept has IBTRS_RSP_INCARNATION, a non-zero incarnation and no unknown
+ * flag.
+ */
+int ibtrs_auth_rsp_decode(const void *buf, size_t len,
+			  struct ibtrs_auth_rsp *r);
 
 void ibtrs_info_req_encode(struct ibtrs_msg_info_req *m, const char *name);
 /* @name gets the NUL-terminated name; rejects empty names and '/'. */

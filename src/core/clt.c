@@ -250,6 +250,8 @@ static void sess_free(struct ibtrs_clt *sess)
 	pthread_mutex_destroy(&sess->conn_lock);
 	pthread_cond_destroy(&sess->conn_cond);
 	pthread_mutex_destroy(&sess->ev_lock);
+	ibtrs_wipe(sess->secret, sizeof(sess->secret));
+	pthread_mutex_destroy(&sess->auth_lock);
 	free(sess->reqs);
 	free(sess->sg_mem);
 	free(sess->tags);
@@ -321,6 +323,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	pthread_cond_init(&sess->conn_cond, NULL);
 	pthread_mutex_init(&sess->ev_lock, NULL);
 	pthread_mutex_init(&sess->mem_lock, NULL);
+	pthread_mutex_init(&sess->auth_lock, NULL);
 	return sess;
 }
 

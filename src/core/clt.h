@@ -48,6 +48,7 @@
 #define WR_ID_IMM 0
 #define WR_ID_HB 1
 #define WR_ID_INFO UINT64_MAX
+#define WR_ID_AUTH (UINT64_MAX - 1)
 
 struct ibtrs_tag {
 	struct ibtrs_clt *sess;
@@ -105,6 +106,12 @@ struct clt_con {
 	struct clt_path *path;
 	unsigned int cid;
 	struct ibtrs_xprt_con *xcon;
+	/* AUTH_RSP hand-over to the connecting thread, under the path's
+	 * info_lock: 0 waiting, 1 received (@auth_len bytes) */
+	int auth_status;
+	uint32_t auth_len;
+	struct ibtrs_msg_auth_rsp auth_buf; /* the receive */
+	struct ibtrs_msg_auth_req auth_req; /* what AUTH_REQ sends from */
 };
 
 struct clt_path {
@@ -219,6 +226,11 @@ struct ibtrs_clt {
 	char sessname[NAME_MAX];
 	struct ibtrs_sec sec; /* set at open, read-only after */
 	uint8_t uuid[IBTRS_UUID_LEN];
+	/* The server session's secret S, from the connection that created
+	 * it; every other connection proves it (auth.h). */
+	pthread_mutex_t auth_lock;
+	bool has_secret;		    /* under auth_lock */
+	uint8_t secret[IBTRS_AUTH_KEY_LEN]; /* under auth_lock */
 	void *priv;
 	link_clt_ev_fn *link_ev;
 	const struct ibtrs_xprt_ops *ops;

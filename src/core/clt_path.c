@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "auth.h"
 #include "clt.h"
 #include "log.h"
 
@@ -310,6 +311,15 @@ static void clt_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	case IBTRS_WC_SEND:
 		return;
 	case IBTRS_WC_RECV:
+		if (wc->wr_id == WR_ID_AUTH) {
+			/* The connecting thread checks it. */
+			pthread_mutex_lock(&path->info_lock);
+			con->auth_len = wc->byte_len;
+			con->auth_status = 1;
+			pthread_cond_broadcast(&path->info_cond);
+			pthread_mutex_unlock(&path->info_lock);
+			return;
+		}
 		if (wc->wr_id != WR_ID_INFO || con->cid) {
 			path_proto_error(path, "unexpected message");
 			return;
@@ -371,7 +381,7 @@ static void clt_con_err(struct ibtrs_xprt_con *xcon, int err)
 		pthread_mutex_lock(&path->info_lock);
 		if (!path->info_status)
 			path->info_status = err;
-		pthread_cond_signal(&path->info_cond);
+		pthread_cond_broadcast(&path->info_cond);
 		pthread_mutex_unlock(&path->info_lock);
 		return;
 	}
@@ -412,6 +422,198 @@ void clt_path_destroy_cons(struct clt_path *path)
 	ibtrs_loop_call(path->sess->loop, destroy_fn, path);
 }
 
+/* What a server's refusal @err (negative) says, beyond its errno. */
+static const char *refusal_hint(int err)
+{
+	switch (err) {
+	case -EUSERS:
+		return " (this client is at the server's limit of sessions or connections per client)";
+	case -EAGAIN:
+		return " (too many unfinished handshakes from this address)";
+	case -EACCES:
+		return " (this client does not authenticate)";
+	default:
+		return "";
+	}
+}
+
+/* The deadline @ms from now, for pthread_cond_timedwait(). */
+static void deadline_in(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+/*
+ * Wait for AUTH_RSP on @con (or a failure of the path's connections).
+ * Return: 0 with the answer in @con->auth_buf, or a negative errno.
+ */
+static int con_wait_auth(struct clt_con *con)
+{
+	struct clt_path *path = con->path;
+	struct timespec ts;
+	int ret = 0;
+
+	deadline_in(&ts, path->sess->connect_timeout_ms);
+	pthread_mutex_lock(&path->info_lock);
+	while (!con->auth_status && path->info_status >= 0 && !ret)
+		ret = -pthread_cond_timedwait(&path->info_cond,
+					      &path->info_lock, &ts);
+	if (con->auth_status)
+		ret = 0;
+	else if (path->info_status < 0)
+		ret = path->info_status;
+	pthread_mutex_unlock(&path->info_lock);
+	return ret;
+}
+
+/*
+ * The handshake of a started connection (docs/protocol.md,
+ * "Authentication"): AUTH_REQ with the proof of the key (with keys) and
+ * of the session's secret (when this client holds it), then AUTH_RSP,
+ * whose proof must be the server's. The connection that created the
+ * server session brings its secret.
+ */
+static int con_auth(struct clt_con *con, const struct ibtrs_conn_req *cr,
+		    const uint8_t ns[IBTRS_NONCE_LEN])
+{
+	struct clt_path *path = con->path;
+	struct ibtrs_clt *sess = path->sess;
+	const struct ibtrs_psk *psk = sess->sec.psk;
+	struct ibtrs_auth_hs ah = {
+		.version = cr->version,
+		.cid = cr->cid,
+		.cid_num = cr->cid_num,
+		.flags = cr->first_conn ? IBTRS_CONN_FIRST : 0,
+		.identity = psk ? psk->identity : "",
+	};
+	struct iovec iov = { .iov_base = &con->auth_req,
+			     .iov_len = sizeof(con->auth_req) };
+	uint8_t priv[IBTRS_AUTH_KEY_LEN], secret[IBTRS_AUTH_KEY_LEN];
+	uint8_t shared[IBTRS_AUTH_KEY_LEN], proof[IBTRS_AUTH_KEY_LEN];
+	struct ibtrs_auth_req ar;
+	struct ibtrs_auth_rsp rsp;
+	bool has_secret, created;
+	int ret;
+
+	memset(&ar, 0, sizeof(ar));
+	memcpy(ah.nc, cr->nonce, IBTRS_NONCE_LEN);
+	memcpy(ah.ns, ns, IBTRS_NONCE_LEN);
+	memcpy(ah.sess_uuid, cr->sess_uuid, IBTRS_UUID_LEN);
+	memcpy(ah.path_uuid, cr->path_uuid, IBTRS_UUID_LEN);
+	ret = ibtrs_auth_keypair(priv, ar.pub);
+	if (ret)
+		return ret;
+	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
+	if (psk) {
+		ar.flags |= IBTRS_AUTH_PSK;
+		ar.id_len = (uint8_t)strlen(psk->identity);
+		memcpy(ar.identity, psk->identity, ar.id_len);
+		ibtrs_auth_proof_psk(ar.proof_psk, psk->key, psk->len, &ah);
+	}
+	pthread_mutex_lock(&sess->auth_lock);
+	has_secret = sess->has_secret;
+	memcpy(secret, sess->secret, sizeof(secret));
+	pthread_mutex_unlock(&sess->auth_lock);
+	if (has_secret) {
+		ar.flags |= IBTRS_AUTH_JOIN;
+		ibtrs_auth_proof_sess(ar.proof_sess, secret, &ah);
+	}
+	ibtrs_auth_req_encode(&con->auth_req, &ar);
+	ibtrs_wipe(&ar, sizeof(ar));
+	ret = sess->ops->post_send(con->xcon, &iov, 1, 0, 0);
+	if (!ret)
+		ret = con_wait_auth(con);
+	if (!ret &&
+	    ibtrs_auth_rsp_decode(&con->auth_buf, con->auth_len, &rsp)) {
+		ibtrs_log(IBTRS_LOG_ERR,
+			  "session %s: path %s: connection %u: bad AUTH_RSP",
+			  sess->sessname, path_name(path), con->cid);
+		ret = -EPROTO;
+	}
+	if (!ret && rsp.err) {
+		ret = -(int)rsp.err;
+		if (ret == -EACCES)
+			ibtrs_log(
+				IBTRS_LOG_ERR,
+				"session %s: path %s: server refused the authentication of connection %u (%s): %s",
+				sess->sessname, path_name(path), con->cid,
+				psk ? "wrong key or unknown identity"
+				    : "no key, or no proof of the session",
+				strerror(-ret));
+		else
+			ibtrs_log(
+				IBTRS_LOG_ERR,
+				"session %s: path %s: server refused connection %u: %s%s",
+				sess->sessname, path_name(path), con->cid,
+				strerror(-ret), refusal_hint(ret));
+	}
+	if (ret)
+		goto out;
+	created = rsp.flags & IBTRS_RSP_NEW_SESS;
+	if (created) {
+		/* The session is new: its secret from this exchange. */
+		ret = ibtrs_auth_x25519(shared, priv, rsp.pub);
+		if (ret) {
+			ibtrs_log(
+				IBTRS_LOG_ERR,
+				"session %s: path %s: server sent a bad public key",
+				sess->sessname, path_name(path));
+			ret = -EACCES;
+			goto out;
+		}
+		ibtrs_auth_secret(secret, psk ? psk->key : NULL,
+				  psk ? psk->len : 0, shared, &ah, rsp.pub);
+	} else if (!has_secret && !psk) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"session %s: path %s: server joined this client to a session it never made",
+			sess->sessname, path_name(path));
+		ret = -EACCES;
+		goto out;
+	}
+	if (psk)
+		ibtrs_auth_proof_srv(proof, psk->key, psk->len, &ah,
+				     created ? rsp.pub : NULL, rsp.flags,
+				     rsp.incarnation);
+	else
+		ibtrs_auth_proof_srv(proof, secret, sizeof(secret), &ah,
+				     created ? rsp.pub : NULL, rsp.flags,
+				     rsp.incarnation);
+	if (!ibtrs_auth_equal(proof, rsp.proof)) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"session %s: path %s: server did not prove %s: refused",
+			sess->sessname, path_name(path),
+			psk ? "the key" : "the session's secret");
+		ret = -EACCES;
+		goto out;
+	}
+	if (created) {
+		pthread_mutex_lock(&sess->auth_lock);
+		memcpy(sess->secret, secret, sizeof(secret));
+		sess->has_secret = true;
+		pthread_mutex_unlock(&sess->auth_lock);
+	}
+	if (!con->cid) {
+		path->rsp_flags = rsp.flags;
+		path->incarnation = rsp.incarnation;
+	} else if (rsp.incarnation != path->incarnation) {
+		/* The connections of one path join one session. */
+		ret = -EPROTO;
+	}
+out:
+	ibtrs_wipe(priv, sizeof(priv));
+	ibtrs_wipe(secret, sizeof(secret));
+	ibtrs_wipe(shared, sizeof(shared));
+	return ret;
+}
+
 static int con_connect(struct clt_path *path, unsigned int cid)
 {
 	struct ibtrs_clt *sess = path->sess;
@@ -422,11 +624,11 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		.cid_num = (uint16_t)path->con_num,
 		.recon_cnt = path->recon_cnt,
 		.first_conn = cid == 0,
-		.caps = IBTRS_CAP_GEN_FROM_1,
+		.caps = IBTRS_CAP_GEN_FROM_1 | IBTRS_CAP_AUTH,
 	};
 	struct ibtrs_xprt_con_attr attr = {
 		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,
-		.max_recv_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS + 1,
+		.max_recv_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS + 2,
 		.max_send_sge = sess->max_segments + 1u,
 		.timeout_ms = (unsigned int)(sess->hb.timeout_ns / 1000000),
 	};
@@ -438,9 +640,12 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 
 	if (sess->have_geometry)
 		attr.max_send_wr = attr.max_recv_wr =
-			sess->queue_depth + CLT_EXTRA_RECVS + 1;
+			sess->queue_depth + CLT_EXTRA_RECVS + 2;
 	memcpy(cr.sess_uuid, sess->uuid, IBTRS_UUID_LEN);
 	memcpy(cr.path_uuid, path->uuid, IBTRS_UUID_LEN);
+	ret = ibtrs_random(cr.nonce, sizeof(cr.nonce));
+	if (ret)
+		return ret;
 	ibtrs_conn_req_encode(&m, &cr);
 	memset(rsp, 0, sizeof(rsp));
 	ret = sess->ops->connect(
@@ -465,24 +670,24 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		ret = -(int)r.err;
 		ibtrs_log(
 			IBTRS_LOG_ERR,
-			"session %s: path %s: server refused connection %u: %s",
-			sess->sessname, path_name(path), cid, strerror(-ret));
+			"session %s: path %s: server refused connection %u: %s%s",
+			sess->sessname, path_name(path), cid, strerror(-ret),
+			refusal_hint(ret));
 		/* The server's word for a version mismatch. */
 		if (ret == -EPROTONOSUPPORT)
 			ret = -EPROTO;
 	} else if (!ret && !con->xcon) {
 		ret = -ECONNREFUSED;
+	} else if (!ret && !(r.flags & IBTRS_RSP_AUTH)) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"session %s: path %s: server does not authenticate (protocol %u.%u): refused",
+			sess->sessname, path_name(path), r.version >> 8,
+			r.version & 0xff);
+		ret = -EPROTO;
 	}
 	if (!ret)
 		ret = clt_set_geometry(sess, &r);
-	if (!ret && !cid) {
-		path->rsp_flags = r.flags;
-		path->incarnation = r.incarnation;
-	} else if (!ret && (r.flags & IBTRS_RSP_INCARNATION) &&
-		   r.incarnation != path->incarnation) {
-		/* The connections of one path join one session. */
-		ret = -EPROTO;
-	}
 	if (ret) {
 		if (con->xcon) {
 			sess->ops->disconnect(con->xcon);
@@ -495,13 +700,21 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 	con->cid = cid;
 	con->xcon->handler = &clt_handler;
 	con->xcon->ctx = con;
-	if (!cid)
+	pthread_mutex_lock(&path->info_lock);
+	con->auth_status = 0;
+	pthread_mutex_unlock(&path->info_lock);
+	/* AUTH_RSP comes first, then INFO_RSP on con 0, then immediates. */
+	ret = sess->ops->post_recv(con->xcon, &con->auth_buf,
+				   sizeof(con->auth_buf), WR_ID_AUTH);
+	if (!ret && !cid)
 		ret = sess->ops->post_recv(con->xcon, path->info_buf,
 					   sizeof(path->info_buf), WR_ID_INFO);
 	for (i = 0; !ret && i < sess->queue_depth + CLT_EXTRA_RECVS; i++)
 		ret = sess->ops->post_recv(con->xcon, NULL, 0, WR_ID_IMM);
 	if (!ret)
 		ret = sess->ops->start(con->xcon, sess->loop);
+	if (!ret)
+		ret = con_auth(con, &cr, r.nonce);
 	return ret;
 }
 

@@ -9,11 +9,18 @@
  * a connection holds a reference on its session. The session is freed,
  * and IBTRS_SRV_LINK_EV_DISCONNECTED sent, when its last path is closed
  * and the last of those references is gone.
+ *
+ * A connection belongs to no session until its handshake is over
+ * (docs/protocol.md, "Authentication"): from its request to AUTH_RSP it
+ * is a struct srv_hs on the context's list, in the context's empty pd,
+ * counted against the half-open limits of its source address. The
+ * per-client counts (struct srv_ident) are the loop thread's too.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +29,7 @@
 #include <sys/random.h>
 
 #include "addr.h"
+#include "auth.h"
 #include "core.h"
 #include "hb.h"
 #include "log.h"
@@ -49,8 +57,14 @@
 #define SRV_DEFAULT_GRACE_MS 10000
 #define SRV_MAX_IO_SIZE (16u << 20)
 #define SRV_EXTRA_RECVS 16 /* heartbeats and control beside the requests */
+#define SRV_DEFAULT_MAX_SESS_PER_CLIENT 64
+#define SRV_DEFAULT_MAX_CONS_PER_CLIENT 1024
+#define SRV_DEFAULT_MAX_HS_PER_CLIENT 16
+#define SRV_DEFAULT_HS_TIMEOUT_MS 5000
+#define SRV_MAX_HANDSHAKES 1024 /* half-open handshakes of every address */
 
 #define WR_ID_INFO 1 /* con 0's receive for INFO_REQ */
+#define WR_ID_AUTH 2 /* the receive for AUTH_REQ, before the con joins */
 #define WR_ID_IMM 0
 
 /*
@@ -76,6 +90,35 @@ enum op_state {
 
 struct srv_con;
 
+/*
+ * A client as the limits count it (ibtrs.h, ibtrs_srv_opts): its key's
+ * identity, or "addr:IP" for handshakes and for clients without keys.
+ * Loop thread; freed when nothing is counted.
+ */
+struct srv_ident {
+	struct srv_ident *next;
+	unsigned int sessions, cons, handshakes;
+	char name[IBTRS_IDENTITY_MAX + 1];
+};
+
+/*
+ * A connection between its connection request and AUTH_RSP: in the
+ * context's empty pd, one receive posted (for AUTH_REQ), part of no
+ * session. Loop thread.
+ */
+struct srv_hs {
+	struct srv_hs *next;
+	struct srv_con *con;
+	struct srv_ident *addr; /* counts this handshake */
+	struct ibtrs_conn_req cr;
+	uint8_t ns[IBTRS_NONCE_LEN];
+	uint64_t deadline_ns;	      /* closed by the tick after it */
+	bool refused;		      /* AUTH_RSP with an error sent */
+	struct ibtrs_work close_work; /* closes it once that left */
+	char peer[IBTRS_SOCKADDR_STR_LEN];
+	struct ibtrs_msg_auth_req req; /* the receive buffer */
+};
+
 struct ibtrs_srv_op {
 	struct ibtrs_srv *sess;
 	uint32_t chunk;
@@ -91,14 +134,18 @@ struct ibtrs_srv_op {
 };
 
 struct srv_con {
+	struct ibtrs_srv_ctx *ctx;
 	struct ibtrs_xprt_con *xcon;
-	struct ibtrs_srv *sess;
-	struct srv_path *path; /* NULL once the path is closed */
+	struct ibtrs_srv *sess;	 /* NULL until it joined one */
+	struct srv_path *path;	 /* NULL once the path is closed */
+	struct srv_hs *hs;	 /* its handshake, NULL once joined */
+	struct srv_ident *ident; /* counts it once joined */
 	unsigned int cid;
 	_Atomic int refs;
 	struct ibtrs_work free_work;
 	char info_buf[sizeof(struct ibtrs_msg_info_req)];
 	char rsp_buf[IBTRS_INFO_RSP_MAX_LEN];
+	struct ibtrs_msg_auth_rsp auth_rsp; /* what AUTH_RSP sends from */
 };
 
 struct srv_path {
@@ -125,6 +172,9 @@ struct ibtrs_srv {
 	uint8_t uuid[IBTRS_UUID_LEN];
 	char sessname[IBTRS_SESSNAME_LEN];
 	char identity[IBTRS_IDENTITY_MAX + 1]; /* ibtrs_srv_get_identity() */
+	struct srv_ident *ident;	       /* its owner, counting it */
+	bool keyed;			       /* @identity is a key's */
+	uint8_t secret[IBTRS_AUTH_KEY_LEN];    /* S: every join proves it */
 	void *priv;
 	struct srv_path *paths;
 	unsigned int nr_paths;
@@ -172,11 +222,20 @@ struct ibtrs_srv_ctx {
 	 * before any session) */
 	_Atomic uint64_t proto_xprt, proto_msg, gen_rejected;
 	_Atomic uint64_t refused_full; /* new sessions refused: server full */
+	_Atomic uint64_t auth_failed, refused_limit;
 	_Atomic unsigned int nr_paths;
+	struct ibtrs_xprt_pd *auth_pd; /* empty: handshakes reach nothing */
+	struct srv_hs *handshakes;     /* loop thread */
+	unsigned int nr_handshakes;    /* loop thread */
+	struct srv_ident *idents;      /* loop thread */
+	unsigned int nr_cons;	       /* under @lock: not yet freed */
+	uint32_t max_sess_per_client, max_cons_per_client, max_hs_per_client;
+	uint64_t hs_timeout_ns;
 	struct ctl_node ctl;
 };
 
 static const struct ibtrs_xprt_handler srv_handler;
+static void srv_auth(struct srv_con *con, uint32_t len);
 
 /* What one session counts against the memory limit. */
 static uint64_t sess_mem(const struct ibtrs_srv_ctx *ctx)
@@ -199,6 +258,42 @@ static bool mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more)
 }
 
 /* ------------------------------------------------------------------ */
+/* clients, as the limits count them                                    */
+
+/* The record of @name, made if missing; NULL without memory. */
+static struct srv_ident *ident_get(struct ibtrs_srv_ctx *ctx, const char *name)
+{
+	struct srv_ident *id;
+
+	for (id = ctx->idents; id; id = id->next)
+		if (!strcmp(id->name, name))
+			return id;
+	id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	snprintf(id->name, sizeof(id->name), "%s", name);
+	id->next = ctx->idents;
+	ctx->idents = id;
+	return id;
+}
+
+/* Free @id if it counts nothing any more. */
+static void ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
+{
+	struct srv_ident **pp;
+
+	if (!id || id->sessions || id->cons || id->handshakes)
+		return;
+	for (pp = &ctx->idents; *pp; pp = &(*pp)->next) {
+		if (*pp == id) {
+			*pp = id->next;
+			break;
+		}
+	}
+	free(id);
+}
+
+/* ------------------------------------------------------------------ */
 /* sessions                                                             */
 
 static void sess_free(struct ibtrs_srv *sess)
@@ -217,6 +312,11 @@ static void sess_free(struct ibtrs_srv *sess)
 		for (i = 0; i < ctx->queue_depth; i++)
 			pthread_spin_destroy(&sess->ops[i].lock);
 	free(sess->ops);
+	if (sess->ident) {
+		sess->ident->sessions--;
+		ident_put(ctx, sess->ident);
+	}
+	ibtrs_wipe(sess->secret, sizeof(sess->secret));
 	free(sess);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nr_sessions--;
@@ -390,19 +490,58 @@ static void con_mem_put(struct ibtrs_srv_ctx *ctx)
 static void con_free_work(struct ibtrs_work *w)
 {
 	struct srv_con *con = container_of(w, struct srv_con, free_work);
+	struct ibtrs_srv_ctx *ctx = con->ctx;
 	struct ibtrs_srv *sess = con->sess;
 
-	sess->ctx->ops->destroy(con->xcon);
+	ctx->ops->destroy(con->xcon);
+	if (con->ident) {
+		con->ident->cons--;
+		ident_put(ctx, con->ident);
+	}
 	free(con);
-	con_mem_put(sess->ctx);
-	sess_put(sess);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->nr_cons--;
+	pthread_mutex_unlock(&ctx->lock);
+	con_mem_put(ctx);
+	if (sess)
+		sess_put(sess);
 }
 
 /* Any thread; the connection is freed on the loop thread. */
 static void con_put(struct srv_con *con)
 {
 	if (atomic_fetch_sub(&con->refs, 1) == 1)
-		ibtrs_loop_queue(con->sess->ctx->loop, &con->free_work);
+		ibtrs_loop_queue(con->ctx->loop, &con->free_work);
+}
+
+/*
+ * Loop thread: end a connection that has not joined a session. Its
+ * half-open count goes with it.
+ */
+static void hs_close(struct srv_con *con, const char *why)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs, **pp;
+
+	if (!hs)
+		return;
+	ibtrs_log(IBTRS_LOG_DEBUG, "client %s: handshake closed: %s", hs->peer,
+		  why);
+	for (pp = &ctx->handshakes; *pp; pp = &(*pp)->next) {
+		if (*pp == hs) {
+			*pp = hs->next;
+			break;
+		}
+	}
+	ctx->nr_handshakes--;
+	hs->addr->handshakes--;
+	ident_put(ctx, hs->addr);
+	ibtrs_loop_cancel(ctx->loop, &hs->close_work);
+	ctx->ops->disconnect(con->xcon);
+	con->hs = NULL;
+	ibtrs_wipe(hs, sizeof(*hs));
+	free(hs);
+	con_put(con);
 }
 
 static void path_close(struct srv_path *path, const char *why)
@@ -485,6 +624,10 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
 	struct srv_con *con = xcon->ctx;
 	char why[64];
 
+	if (con->hs) {
+		hs_close(con, strerror(-err));
+		return;
+	}
 	if (!con->path)
 		return;
 	/* The backend refused what the peer sent (a bad frame, a remote
@@ -759,6 +902,31 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	struct srv_path *path = con->path;
 	int ret;
 
+	if (con->hs) {
+		/* Before AUTH_REQ, and after a refusal, nothing is taken. */
+		if (wc->opcode == IBTRS_WC_SEND) {
+			/* The refusal left (or was flushed): close, but
+			 * not from within the send that completed it. */
+			if (con->hs->refused)
+				ibtrs_loop_queue(con->ctx->loop,
+						 &con->hs->close_work);
+			return;
+		}
+		if (wc->opcode == IBTRS_WC_RECV && wc->wr_id == WR_ID_AUTH &&
+		    !con->hs->refused) {
+			srv_auth(con, wc->byte_len);
+			return;
+		}
+		if (!con->hs->refused) {
+			atomic_fetch_add(&con->ctx->proto_errors, 1);
+			atomic_fetch_add(&con->ctx->auth_failed, 1);
+			ibtrs_log_rl(IBTRS_LOG_WARN,
+				     "client %s refused: no AUTH_REQ first",
+				     con->hs->peer);
+		}
+		hs_close(con, "unexpected message before AUTH_REQ");
+		return;
+	}
 	switch (wc->opcode) {
 	case IBTRS_WC_WRITE:
 		/* A READ answer left, or was flushed: the chunk is free. */
@@ -856,84 +1024,6 @@ static struct ibtrs_srv *find_sess(struct ibtrs_srv_ctx *ctx,
 	return NULL;
 }
 
-/*
- * Accept connection @cid of @path. Every accept tells the session's
- * incarnation, and whether this connection created the session, so that
- * a client that comes back can tell its session from a new one.
- */
-static int srv_con_setup(struct ibtrs_srv_ctx *ctx, struct srv_path *path,
-			 struct ibtrs_xprt_connreq *req, uint16_t cid,
-			 bool created)
-{
-	struct ibtrs_srv *sess = path->sess;
-	struct ibtrs_xprt_con_attr attr = {
-		.max_send_wr = 2 * ctx->queue_depth + SRV_EXTRA_RECVS,
-		.max_recv_wr = ctx->queue_depth + SRV_EXTRA_RECVS + 1,
-		.max_send_sge = 2,
-		.timeout_ms = (unsigned int)(ctx->hb.timeout_ns / 1000000),
-	};
-	struct ibtrs_conn_rsp r = {
-		.version = IBTRS_PROTO_VER,
-		.queue_depth = (uint16_t)ctx->queue_depth,
-		.max_io_size = ctx->max_io_size,
-		.chunk_size = ctx->chunk_size,
-		.max_usr_msg = IBTRS_MAX_USR_MSG,
-		.flags = IBTRS_RSP_INCARNATION |
-			 (created ? IBTRS_RSP_NEW_SESS : 0),
-		.incarnation = sess->incarnation,
-	};
-	struct ibtrs_msg_conn_rsp m;
-	struct srv_con *con;
-	unsigned int i;
-	int ret;
-
-	pthread_mutex_lock(&ctx->lock);
-	ret = mem_fits(ctx, con_mem(ctx)) ? 0 : -ENOSPC;
-	if (!ret)
-		ctx->mem_used += con_mem(ctx);
-	pthread_mutex_unlock(&ctx->lock);
-	con = ret ? NULL : calloc(1, sizeof(*con));
-	if (!con) {
-		if (!ret)
-			con_mem_put(ctx);
-		else
-			ibtrs_log_rl(
-				IBTRS_LOG_WARN,
-				"server: memory limit reached: connection refused");
-		ret = ret ? ret : -ENOMEM;
-		reject(ctx, req, ret);
-		return ret;
-	}
-	ibtrs_conn_rsp_encode(&m, &r);
-	ret = ctx->ops->accept(req, sess->pd, &attr, &m, &con->xcon);
-	if (ret) {
-		free(con);
-		con_mem_put(ctx);
-		return ret;
-	}
-	con->sess = sess;
-	con->path = path;
-	con->cid = cid;
-	con->free_work.fn = con_free_work;
-	atomic_init(&con->refs, 1);
-	con->xcon->handler = &srv_handler;
-	con->xcon->ctx = con;
-	sess->refs++;
-	path->cons[cid] = con;
-	path->nr_cons++;
-
-	/* Receives first: con 0's first one takes INFO_REQ. */
-	ret = 0;
-	if (!cid)
-		ret = ctx->ops->post_recv(con->xcon, con->info_buf,
-					  sizeof(con->info_buf), WR_ID_INFO);
-	for (i = 0; !ret && i < ctx->queue_depth + SRV_EXTRA_RECVS; i++)
-		ret = ctx->ops->post_recv(con->xcon, NULL, 0, WR_ID_IMM);
-	if (!ret)
-		ret = ctx->ops->start(con->xcon, ctx->loop);
-	return ret;
-}
-
 /* The peer's address as text; IPv4 clients of the dual-stack listener
  * are shown as IPv4. */
 static void peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
@@ -970,15 +1060,406 @@ static void peer_identity(const struct sockaddr_storage *ss, char *buf,
 	snprintf(buf, len, "addr:%s", host);
 }
 
+/* The attributes of every connection: it becomes an I/O one. */
+static void con_attr(const struct ibtrs_srv_ctx *ctx,
+		     struct ibtrs_xprt_con_attr *attr)
+{
+	attr->max_send_wr = 2 * ctx->queue_depth + SRV_EXTRA_RECVS;
+	attr->max_recv_wr = ctx->queue_depth + SRV_EXTRA_RECVS + 2;
+	attr->max_send_sge = 2;
+	attr->timeout_ms = (unsigned int)(ctx->hb.timeout_ns / 1000000);
+}
+
+static void hs_close_work(struct ibtrs_work *w)
+{
+	struct srv_hs *hs = container_of(w, struct srv_hs, close_work);
+
+	hs_close(hs->con, "refused");
+}
+
+/*
+ * Refuse the handshake of @con with @err (negative): AUTH_RSP tells the
+ * client why, and the connection is closed once it left (or by the tick,
+ * or by the client), so that the answer is not cut off by a reset.
+ */
+static void hs_refuse(struct srv_con *con, int err)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct ibtrs_auth_rsp r = { .err = (uint16_t)-err };
+	struct iovec iov = { .iov_base = &con->auth_rsp,
+			     .iov_len = sizeof(con->auth_rsp) };
+
+	ibtrs_auth_rsp_encode(&con->auth_rsp, &r);
+	con->hs->refused = true;
+	con->hs->deadline_ns = ibtrs_now_ns();
+	if (ctx->ops->post_send(con->xcon, &iov, 1, 0, IBTRS_XPRT_SIGNALED))
+		hs_close(con, "refused");
+}
+
+/* An authentication failure: counted, logged (rate-limited), refused. */
+static void hs_auth_fail(struct srv_con *con, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void hs_auth_fail(struct srv_con *con, int err, const char *fmt, ...)
+{
+	char why[192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	atomic_fetch_add(&con->ctx->auth_failed, 1);
+	ibtrs_log_rl(IBTRS_LOG_WARN,
+		     "client %s refused: authentication failed: %s",
+		     con->hs->peer, why);
+	hs_refuse(con, err);
+}
+
+/* A limit reached: counted, logged (rate-limited), refused. */
+static void hs_limit(struct srv_con *con, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void hs_limit(struct srv_con *con, int err, const char *fmt, ...)
+{
+	char why[192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	atomic_fetch_add(&con->ctx->refused_limit, 1);
+	ibtrs_log_rl(IBTRS_LOG_WARN, "client %s refused: %s", con->hs->peer,
+		     why);
+	hs_refuse(con, err);
+}
+
+/* Sessions of @id, and whether one more is allowed. */
+static bool ident_may_open(const struct ibtrs_srv_ctx *ctx,
+			   const struct srv_ident *id)
+{
+	return !id || id->sessions < ctx->max_sess_per_client;
+}
+
+/*
+ * The session for a connection that proved itself (or NULL and *@err):
+ * the one it joins, or a new one when there is none and the connection
+ * may create it (FIRST, cid 0). A new session gets its secret from an
+ * X25519 exchange with @ar's key; the server's public key goes to @pub_s.
+ */
+static struct ibtrs_srv *
+hs_new_sess(struct srv_con *con, const struct ibtrs_auth_req *ar,
+	    const struct ibtrs_auth_hs *ah, const struct ibtrs_psk *psk,
+	    const char *identity, struct srv_ident *id,
+	    uint8_t pub_s[IBTRS_AUTH_KEY_LEN], int *err)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs;
+	uint8_t priv[IBTRS_AUTH_KEY_LEN], shared[IBTRS_AUTH_KEY_LEN];
+	struct ibtrs_srv *sess;
+	int ret;
+
+	if (!ident_may_open(ctx, id)) {
+		*err = -EUSERS;
+		hs_limit(con, -EUSERS,
+			 "identity %s holds %u sessions, its limit", identity,
+			 id->sessions);
+		return NULL;
+	}
+	ret = ibtrs_auth_keypair(priv, pub_s);
+	if (!ret)
+		ret = ibtrs_auth_x25519(shared, priv, ar->pub);
+	ibtrs_wipe(priv, sizeof(priv));
+	if (ret) {
+		ibtrs_wipe(shared, sizeof(shared));
+		*err = -EACCES;
+		hs_auth_fail(con, -EACCES, "bad public key");
+		return NULL;
+	}
+	sess = sess_create(ctx, hs->cr.sess_uuid, &ret);
+	if (!sess) {
+		ibtrs_wipe(shared, sizeof(shared));
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "client %s refused: cannot create a session: %s",
+			  hs->peer, strerror(-ret));
+		*err = ret;
+		hs_refuse(con, ret);
+		return NULL;
+	}
+	ibtrs_auth_secret(sess->secret, psk ? psk->key : NULL,
+			  psk ? psk->len : 0, shared, ah, pub_s);
+	ibtrs_wipe(shared, sizeof(shared));
+	snprintf(sess->identity, sizeof(sess->identity), "%s", identity);
+	sess->keyed = psk != NULL;
+	sess->gen_from_1 = hs->cr.caps & IBTRS_CAP_GEN_FROM_1;
+	sess->ident = id;
+	id->sessions++;
+	return sess;
+}
+
+/*
+ * Loop thread: AUTH_REQ arrived on @con. Only a connection that proved
+ * what it claims is attached to a session (docs/protocol.md,
+ * "Authentication"): then, and only then, what a connection request did
+ * before is done (a reconnecting path replaces its old self, a new path
+ * or session is made), the connection moves to the session's pd, gets
+ * its receives, and AUTH_RSP tells the client the session and proves the
+ * server.
+ */
+static void srv_auth(struct srv_con *con, uint32_t len)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs;
+	const struct ibtrs_conn_req *cr = &hs->cr;
+	const struct ibtrs_psk *psk = NULL;
+	struct ibtrs_auth_req ar;
+	struct ibtrs_auth_hs ah = {
+		.version = cr->version,
+		.cid = cr->cid,
+		.cid_num = cr->cid_num,
+		.flags = cr->first_conn ? IBTRS_CONN_FIRST : 0,
+	};
+	struct ibtrs_auth_rsp rsp = { .flags = IBTRS_RSP_INCARNATION };
+	uint8_t proof[IBTRS_AUTH_KEY_LEN], pub_s[IBTRS_AUTH_KEY_LEN] = { 0 };
+	char identity[IBTRS_IDENTITY_MAX + 1];
+	struct iovec iov = { .iov_base = &con->auth_rsp,
+			     .iov_len = sizeof(con->auth_rsp) };
+	struct ibtrs_srv *sess;
+	struct srv_path *path;
+	struct srv_ident *id;
+	bool created = false;
+	unsigned int i;
+	int ret;
+
+	if (ibtrs_auth_req_decode(&hs->req, len, &ar)) {
+		atomic_fetch_add(&ctx->proto_errors, 1);
+		hs_auth_fail(con, -EPROTO, "malformed AUTH_REQ");
+		return;
+	}
+	memcpy(ah.nc, cr->nonce, IBTRS_NONCE_LEN);
+	memcpy(ah.ns, hs->ns, IBTRS_NONCE_LEN);
+	memcpy(ah.sess_uuid, cr->sess_uuid, IBTRS_UUID_LEN);
+	memcpy(ah.path_uuid, cr->path_uuid, IBTRS_UUID_LEN);
+	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
+	ah.identity = ar.identity;
+
+	/* Who: a key's identity where the server has keys. */
+	if (ctx->sec.keys) {
+		if (!(ar.flags & IBTRS_AUTH_PSK)) {
+			hs_auth_fail(con, -EACCES,
+				     "no key (this server requires one)");
+			return;
+		}
+		psk = ibtrs_keyring_find(ctx->sec.keys, ar.identity);
+		if (!psk) {
+			hs_auth_fail(con, -EACCES, "unknown identity %s",
+				     ar.identity);
+			return;
+		}
+		ibtrs_auth_proof_psk(proof, psk->key, psk->len, &ah);
+		if (!ibtrs_auth_equal(proof, ar.proof_psk)) {
+			hs_auth_fail(con, -EACCES, "identity %s: wrong key",
+				     ar.identity);
+			return;
+		}
+		snprintf(identity, sizeof(identity), "%s", psk->identity);
+	} else {
+		snprintf(identity, sizeof(identity), "%s", hs->addr->name);
+	}
+	id = ident_get(ctx, identity);
+	if (!id) {
+		hs_refuse(con, -ENOMEM);
+		return;
+	}
+	if (id->cons >= ctx->max_cons_per_client) {
+		hs_limit(con, -EUSERS,
+			 "identity %s holds %u connections, its limit",
+			 identity, id->cons);
+		ident_put(ctx, id);
+		return;
+	}
+
+	/* Which session: joining one takes the proof of its secret. */
+	sess = find_sess(ctx, cr->sess_uuid);
+	if (sess) {
+		if (!(ar.flags & IBTRS_AUTH_JOIN)) {
+			hs_auth_fail(
+				con, -EACCES,
+				"session exists, and no proof of its secret");
+			goto put_id;
+		}
+		ibtrs_auth_proof_sess(proof, sess->secret, &ah);
+		if (!ibtrs_auth_equal(proof, ar.proof_sess)) {
+			hs_auth_fail(con, -EACCES,
+				     "wrong proof of the session's secret");
+			goto put_id;
+		}
+		if (sess->keyed != (psk != NULL) ||
+		    (psk && strcmp(sess->identity, identity))) {
+			hs_auth_fail(con, -EACCES,
+				     "identity %s does not own the session",
+				     identity);
+			goto put_id;
+		}
+	}
+	path = sess ? find_path(sess, cr->path_uuid) : NULL;
+	if (path && !cr->cid) {
+		/* The client reconnects this path: the old one is stale. */
+		path_close(path, "replaced by a reconnect");
+		path = NULL;
+		if (sess->closing)
+			sess = NULL; /* that was its last path */
+	}
+	if (!sess) {
+		if (!cr->first_conn || cr->cid) {
+			hs_refuse(con, -ENXIO);
+			goto put_id;
+		}
+		sess = hs_new_sess(con, &ar, &ah, psk, identity, id, pub_s,
+				   &ret);
+		if (!sess)
+			goto put_id;
+		created = true;
+	}
+	if (!path) {
+		if (cr->cid) {
+			hs_refuse(con, -ENXIO);
+			goto drop_empty;
+		}
+		if (sess->nr_paths >= IBTRS_MAX_PATHS) {
+			hs_limit(con, -ENOSPC,
+				 "session holds %u paths, the limit",
+				 sess->nr_paths);
+			goto drop_empty;
+		}
+		path = calloc(1, sizeof(*path));
+		if (!path) {
+			hs_refuse(con, -ENOMEM);
+			goto drop_empty;
+		}
+		path->sess = sess;
+		memcpy(path->uuid, cr->path_uuid, IBTRS_UUID_LEN);
+		path->cid_num = cr->cid_num;
+		path->last_rx_ns = ibtrs_now_ns();
+		snprintf(path->peer, sizeof(path->peer), "%s", hs->peer);
+		path->next = sess->paths;
+		sess->paths = path;
+		sess->nr_paths++;
+		sess->grace_until = 0;
+		atomic_fetch_add(&ctx->nr_paths, 1);
+	} else if (path->cid_num != cr->cid_num || path->cons[cr->cid] ||
+		   path->connected) {
+		hs_refuse(con, -EBUSY);
+		goto put_id;
+	}
+
+	/* Into the session: its memory becomes reachable now. */
+	ret = ctx->ops->bind_pd(con->xcon, sess->pd);
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection %u failed: %s",
+			  hs->peer, cr->cid, strerror(-ret));
+		hs_refuse(con, ret);
+		path_close(path, "connection setup failed");
+		goto put_id;
+	}
+	rsp.flags |= created ? IBTRS_RSP_NEW_SESS : 0;
+	rsp.incarnation = sess->incarnation;
+	memcpy(rsp.pub, pub_s, sizeof(pub_s));
+	if (psk)
+		ibtrs_auth_proof_srv(rsp.proof, psk->key, psk->len, &ah,
+				     created ? pub_s : NULL, rsp.flags,
+				     rsp.incarnation);
+	else
+		ibtrs_auth_proof_srv(rsp.proof, sess->secret,
+				     IBTRS_AUTH_KEY_LEN, &ah,
+				     created ? pub_s : NULL, rsp.flags,
+				     rsp.incarnation);
+	ibtrs_auth_rsp_encode(&con->auth_rsp, &rsp);
+	ibtrs_wipe(&rsp, sizeof(rsp));
+	ibtrs_wipe(proof, sizeof(proof));
+
+	/* The handshake is over: the connection counts as its client's
+	 * (first: without keys that is the record of its address). */
+	con->ident = id;
+	id->cons++;
+	hs->addr->handshakes--;
+	ident_put(ctx, hs->addr);
+	{
+		struct srv_hs **pp;
+
+		for (pp = &ctx->handshakes; *pp; pp = &(*pp)->next) {
+			if (*pp == hs) {
+				*pp = hs->next;
+				break;
+			}
+		}
+	}
+	ctx->nr_handshakes--;
+	con->hs = NULL;
+	con->sess = sess;
+	con->path = path;
+	con->cid = cr->cid;
+	sess->refs++;
+	path->cons[cr->cid] = con;
+	path->nr_cons++;
+	if (!cr->cid)
+		ibtrs_log(IBTRS_LOG_DEBUG, "client %s: identity %s, session %s",
+			  hs->peer, identity, created ? "new" : "joined");
+	ibtrs_wipe(hs, sizeof(*hs));
+	free(hs);
+
+	/* Receives first: con 0's first one takes INFO_REQ. */
+	ret = 0;
+	if (!con->cid)
+		ret = ctx->ops->post_recv(con->xcon, con->info_buf,
+					  sizeof(con->info_buf), WR_ID_INFO);
+	for (i = 0; !ret && i < ctx->queue_depth + SRV_EXTRA_RECVS; i++)
+		ret = ctx->ops->post_recv(con->xcon, NULL, 0, WR_ID_IMM);
+	if (!ret)
+		ret = ctx->ops->post_send(con->xcon, &iov, 1, 0, 0);
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "session %s: connection %u failed: %s",
+			  sess->sessname, con->cid, strerror(-ret));
+		path_close(path, "connection setup failed");
+	}
+	return;
+
+drop_empty:
+	/* A session made for this request goes with it; one waiting for its
+	 * client to return stays. */
+	if (created && !sess->nr_paths && !sess->closing) {
+		sess_unlink(sess);
+		sess_put(sess);
+	}
+put_id:
+	ident_put(ctx, id);
+}
+
+/*
+ * A connection request. Cheap checks only, and no session is touched: a
+ * connection joins one only once AUTH_REQ proved it may (srv_auth()).
+ * Until then it sits in the context's empty pd with one receive posted,
+ * counted against the half-open limits, and the tick closes it if
+ * AUTH_REQ does not come in time.
+ */
 static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 			const struct ibtrs_connreq_info *info)
 {
 	struct ibtrs_srv_ctx *ctx = arg;
+	struct ibtrs_xprt_con_attr attr;
 	struct ibtrs_conn_req cr;
-	struct ibtrs_srv *sess;
-	struct srv_path *path;
+	struct ibtrs_conn_rsp r = {
+		.version = IBTRS_PROTO_VER,
+		.queue_depth = (uint16_t)ctx->queue_depth,
+		.max_io_size = ctx->max_io_size,
+		.chunk_size = ctx->chunk_size,
+		.max_usr_msg = IBTRS_MAX_USR_MSG,
+		.flags = IBTRS_RSP_AUTH,
+	};
+	struct ibtrs_msg_conn_rsp m;
 	char peer[IBTRS_SOCKADDR_STR_LEN] = "?";
-	bool created = false;
+	char addr_id[IBTRS_IDENTITY_MAX + 1];
+	struct srv_ident *addr;
+	struct srv_con *con;
+	struct srv_hs *hs;
 	int ret;
 
 	peer_str(&info->peer, peer, sizeof(peer));
@@ -999,75 +1480,120 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		reject(ctx, req, -EPROTO);
 		return;
 	}
-	sess = find_sess(ctx, cr.sess_uuid);
-	path = sess ? find_path(sess, cr.path_uuid) : NULL;
-	if (path && !cr.cid) {
-		/* The client reconnects this path: the old one is stale. */
-		path_close(path, "replaced by a reconnect");
-		path = NULL;
-		if (sess->closing)
-			sess = NULL; /* that was its last path */
-	}
-	if (!sess) {
-		if (!cr.first_conn || cr.cid) {
-			reject(ctx, req, -ENXIO);
-			return;
-		}
-		sess = sess_create(ctx, cr.sess_uuid, &ret);
-		created = sess != NULL;
-		if (sess)
-			peer_identity(&info->peer, sess->identity,
-				      sizeof(sess->identity));
-		if (sess)
-			sess->gen_from_1 = cr.caps & IBTRS_CAP_GEN_FROM_1;
-		if (!sess) {
-			ibtrs_log(
-				IBTRS_LOG_WARN,
-				"client %s refused: cannot create a session: %s",
-				peer, strerror(-ret));
-			reject(ctx, req, ret);
-			return;
-		}
-	}
-	if (!path) {
-		if (cr.cid || sess->nr_paths >= IBTRS_MAX_PATHS) {
-			reject(ctx, req, cr.cid ? -ENXIO : -ENOSPC);
-			goto drop_empty;
-		}
-		path = calloc(1, sizeof(*path));
-		if (!path) {
-			reject(ctx, req, -ENOMEM);
-			goto drop_empty;
-		}
-		path->sess = sess;
-		memcpy(path->uuid, cr.path_uuid, IBTRS_UUID_LEN);
-		path->cid_num = cr.cid_num;
-		path->last_rx_ns = ibtrs_now_ns();
-		snprintf(path->peer, sizeof(path->peer), "%s", peer);
-		path->next = sess->paths;
-		sess->paths = path;
-		sess->nr_paths++;
-		sess->grace_until = 0;
-		atomic_fetch_add(&ctx->nr_paths, 1);
-	} else if (path->cid_num != cr.cid_num || path->cons[cr.cid] ||
-		   path->connected) {
-		reject(ctx, req, -EBUSY);
+	if (!(cr.caps & IBTRS_CAP_AUTH)) {
+		atomic_fetch_add(&ctx->auth_failed, 1);
+		ibtrs_log_rl(
+			IBTRS_LOG_WARN,
+			"client %s refused: it does not authenticate (protocol %u.%u; this server requires authentication, protocol %u.%u)",
+			peer, cr.version >> 8, cr.version & 0xff,
+			IBTRS_PROTO_VER_MAJOR, IBTRS_PROTO_VER_MINOR);
+		reject(ctx, req, -EACCES);
 		return;
 	}
-	ret = srv_con_setup(ctx, path, req, cr.cid, created);
+	peer_identity(&info->peer, addr_id, sizeof(addr_id));
+	addr = ident_get(ctx, addr_id);
+	if (!addr) {
+		reject(ctx, req, -ENOMEM);
+		return;
+	}
+	if (addr->handshakes >= ctx->max_hs_per_client ||
+	    ctx->nr_handshakes >= SRV_MAX_HANDSHAKES) {
+		atomic_fetch_add(&ctx->refused_limit, 1);
+		ibtrs_log_rl(
+			IBTRS_LOG_WARN,
+			"client %s refused: %u handshakes unfinished from %s, %u in all (limits %u, %u)",
+			peer, addr->handshakes, addr_id, ctx->nr_handshakes,
+			ctx->max_hs_per_client, SRV_MAX_HANDSHAKES);
+		ident_put(ctx, addr);
+		reject(ctx, req, -EAGAIN);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	ret = mem_fits(ctx, con_mem(ctx)) ? 0 : -ENOSPC;
+	if (!ret) {
+		ctx->mem_used += con_mem(ctx);
+		ctx->nr_cons++;
+	}
+	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
-		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection %u failed: %s",
-			  peer, cr.cid, strerror(-ret));
-		path_close(path, "connection setup failed");
+		ibtrs_log_rl(
+			IBTRS_LOG_WARN,
+			"server: memory limit reached: connection refused");
+		ident_put(ctx, addr);
+		reject(ctx, req, ret);
+		return;
+	}
+	con = calloc(1, sizeof(*con));
+	hs = calloc(1, sizeof(*hs));
+	ret = con && hs ? ibtrs_random(hs->ns, sizeof(hs->ns)) : -ENOMEM;
+	if (ret) {
+		reject(ctx, req, ret);
+		goto free_con;
+	}
+	memcpy(r.nonce, hs->ns, sizeof(r.nonce));
+	ibtrs_conn_rsp_encode(&m, &r);
+	con_attr(ctx, &attr);
+	ret = ctx->ops->accept(req, ctx->auth_pd, &attr, &m, &con->xcon);
+	if (ret)
+		goto free_con;
+	con->ctx = ctx;
+	con->hs = hs;
+	con->free_work.fn = con_free_work;
+	atomic_init(&con->refs, 1);
+	con->xcon->handler = &srv_handler;
+	con->xcon->ctx = con;
+	hs->con = con;
+	hs->cr = cr;
+	hs->addr = addr;
+	hs->deadline_ns = ibtrs_now_ns() + ctx->hs_timeout_ns;
+	hs->close_work.fn = hs_close_work;
+	snprintf(hs->peer, sizeof(hs->peer), "%s", peer);
+	addr->handshakes++;
+	ctx->nr_handshakes++;
+	hs->next = ctx->handshakes;
+	ctx->handshakes = hs;
+	ret = ctx->ops->post_recv(con->xcon, &hs->req, sizeof(hs->req),
+				  WR_ID_AUTH);
+	if (!ret)
+		ret = ctx->ops->start(con->xcon, ctx->loop);
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection failed: %s",
+			  peer, strerror(-ret));
+		hs_close(con, "start failed");
 	}
 	return;
 
-drop_empty:
-	/* A session made for this request goes with it; one waiting for its
-	 * client to return stays. */
-	if (created && !sess->nr_paths && !sess->closing) {
-		sess_unlink(sess);
-		sess_put(sess);
+free_con:
+	if (con && con->xcon)
+		ctx->ops->destroy(con->xcon);
+	free(con);
+	free(hs);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->nr_cons--;
+	pthread_mutex_unlock(&ctx->lock);
+	con_mem_put(ctx);
+	ident_put(ctx, addr);
+}
+
+/* Close the handshakes past their deadline (refused ones included). */
+static void srv_tick_handshakes(struct ibtrs_srv_ctx *ctx, uint64_t now)
+{
+	struct srv_hs *hs, *next;
+
+	for (hs = ctx->handshakes; hs; hs = next) {
+		next = hs->next;
+		if (now < hs->deadline_ns)
+			continue;
+		if (!hs->refused) {
+			atomic_fetch_add(&ctx->refused_limit, 1);
+			ibtrs_log_rl(
+				IBTRS_LOG_WARN,
+				"client %s: no AUTH_REQ within %llu ms: closed",
+				hs->peer,
+				(unsigned long long)(ctx->hs_timeout_ns /
+						     1000000));
+		}
+		hs_close(hs->con, hs->refused ? "refused" : "timed out");
 	}
 }
 
@@ -1151,6 +1677,7 @@ static void srv_tick(void *arg)
 	}
 	/* Every path silent on the same tick: more likely this host stalled
 	 * than every client failed at once; one more tick to tell (hb.h). */
+	srv_tick_handshakes(ctx, now);
 	if (ibtrs_hb_hold(alive, silent, &ctx->hb_held))
 		ibtrs_log(
 			IBTRS_LOG_WARN,
@@ -1187,6 +1714,10 @@ void ibtrs_srv_opts_init(struct ibtrs_srv_opts *opts, size_t size)
 		.max_memory = SRV_DEFAULT_MAX_MEMORY,
 		.hb_timeout_ms = SRV_DEFAULT_HB_TIMEOUT_MS,
 		.sess_grace_ms = SRV_DEFAULT_GRACE_MS,
+		.max_sessions_per_client = SRV_DEFAULT_MAX_SESS_PER_CLIENT,
+		.max_cons_per_client = SRV_DEFAULT_MAX_CONS_PER_CLIENT,
+		.max_handshakes_per_client = SRV_DEFAULT_MAX_HS_PER_CLIENT,
+		.handshake_timeout_ms = SRV_DEFAULT_HS_TIMEOUT_MS,
 	};
 
 	ibtrs_opts_fill(opts, size, &d, sizeof(d));
@@ -1299,6 +1830,19 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	ctx->chunk_size = ibtrs_chunk_size(opts.max_io_size);
 	ctx->off_bits = (unsigned int)off_bits;
 	ctx->max_sessions = opts.max_sessions;
+	ctx->max_sess_per_client = opts.max_sessions_per_client
+					   ? opts.max_sessions_per_client
+					   : SRV_DEFAULT_MAX_SESS_PER_CLIENT;
+	ctx->max_cons_per_client = opts.max_cons_per_client
+					   ? opts.max_cons_per_client
+					   : SRV_DEFAULT_MAX_CONS_PER_CLIENT;
+	ctx->max_hs_per_client = opts.max_handshakes_per_client
+					 ? opts.max_handshakes_per_client
+					 : SRV_DEFAULT_MAX_HS_PER_CLIENT;
+	ctx->hs_timeout_ns = (uint64_t)(opts.handshake_timeout_ms
+						? opts.handshake_timeout_ms
+						: SRV_DEFAULT_HS_TIMEOUT_MS) *
+			     1000000;
 	ibtrs_hb_init(&ctx->hb, opts.hb_timeout_ms);
 	ctx->max_memory = opts.max_memory;
 	if (ctx->max_memory && sess_mem(ctx) + con_mem(ctx) > ctx->max_memory) {
@@ -1311,6 +1855,10 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 		goto free_ctx;
 	}
 	ctx->grace_ns = (uint64_t)opts.sess_grace_ms * 1000000;
+	/* No region: a connection in it reaches no memory at all. */
+	ret = ctx->ops->pd_alloc(&ctx->auth_pd, 1);
+	if (ret)
+		goto free_ctx;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
 	ret = ibtrs_loop_create(&ctx->loop, "ibtrs-srv", srv_tick, ctx,
@@ -1338,6 +1886,8 @@ destroy_sync:
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
 free_ctx:
+	if (ctx->auth_pd)
+		ctx->ops->pd_free(ctx->auth_pd);
 	ibtrs_sec_fini(&ctx->sec);
 	free(ctx);
 	errno = -ret;
@@ -1370,6 +1920,8 @@ static void srv_close_all(void *arg)
 	struct ibtrs_srv_ctx *ctx = arg;
 
 	srv_close_listener(ctx);
+	while (ctx->handshakes)
+		hs_close(ctx->handshakes->con, "server closing");
 	while (ctx->sessions) {
 		struct ibtrs_srv *sess = ctx->sessions;
 
@@ -1388,10 +1940,11 @@ void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx)
 	ibtrs_loop_call(ctx->loop, srv_close_all, ctx);
 	/* Sessions end once the application answered their requests. */
 	pthread_mutex_lock(&ctx->lock);
-	while (ctx->nr_sessions)
+	while (ctx->nr_sessions || ctx->nr_cons)
 		pthread_cond_wait(&ctx->cond, &ctx->lock);
 	pthread_mutex_unlock(&ctx->lock);
 	ibtrs_loop_destroy(ctx->loop);
+	ctx->ops->pd_free(ctx->auth_pd);
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
 	ibtrs_sec_fini(&ctx->sec);
@@ -1458,6 +2011,8 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st)
 	v.proto_msg = atomic_load(&ctx->proto_msg);
 	v.gen_rejected = atomic_load(&ctx->gen_rejected);
 	v.refused_full = atomic_load(&ctx->refused_full);
+	v.auth_failed = atomic_load(&ctx->auth_failed);
+	v.refused_limit = atomic_load(&ctx->refused_limit);
 	memcpy(st, &v, v.size);
 	return 0;
 }

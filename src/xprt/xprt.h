@@ -229,6 +229,14 @@ struct ibtrs_xprt_ops {
 	void (*disconnect)(struct ibtrs_xprt_con *con);
 	/* Free a disconnected connection; no other thread may use it. */
 	void (*destroy)(struct ibtrs_xprt_con *con);
+	/*
+	 * Move @con to @pd: the peer's WRITEs reach @pd's regions from now
+	 * on, and no longer those of its former pd. Loop thread (or before
+	 * start), while the peer is told nothing of @pd's regions yet. A
+	 * backend whose pds share one hardware domain allows only a @pd on
+	 * the same domain (-EINVAL otherwise).
+	 */
+	int (*bind_pd)(struct ibtrs_xprt_con *con, struct ibtrs_xprt_pd *pd);
 
 	/* --- data path, any thread unless noted --- */
 	int (*post_send)(struct ibtrs_xprt_con *con, const struct iovec *iov,

@@ -89,6 +89,10 @@ static void run_server(int fd, uint32_t qd, uint64_t max_memory)
 	o.queue_depth = qd;
 	o.max_memory = max_memory;
 	o.max_sessions = 4096; /* beyond the default: IBTRS_SESSIONS_N */
+	/* Every session comes from 127.0.0.1: one client, as the limits
+	 * count them, beyond its default share. */
+	o.max_sessions_per_client = 4096;
+	o.max_cons_per_client = 4 * 4096;
 	o.rdma_ev = h_srv_rdma_ev;
 	o.link_ev = h_srv_link_ev;
 	srv.ctx = ibtrs_srv_open_opts(&o);

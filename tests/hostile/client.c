@@ -5,11 +5,13 @@
  * Raw listening sockets play the server to a client session: another
  * protocol version, garbage, early closes, bad geometry, bad INFO_RSP and,
  * after the session is open, malformed frames (a TCP_OP_HDRS run of one
- * among them). The client must fail the open or take the path down, never
- * crash, and close cleanly; the good session of the real server beside it
- * goes on unhurt.
+ * among them). A server that does not authenticate, and one whose proof
+ * is not over the session's secret (an impostor), are refused. The client must
+ * fail the open or take the path down, never crash, and close cleanly; the good
+ * session of the real server beside it goes on unhurt.
  */
 #include "hostile.h"
+#include "rawauth.h"
 
 #define FAKE_QD 8
 #define FAKE_MAX_IO (64u * 1024)
@@ -32,6 +34,8 @@ enum fake_mode {
 	FAKE_SILENT,
 	FAKE_SHORT_HELLO,
 	FAKE_GEOMETRY_CHANGE,
+	FAKE_NO_AUTH,
+	FAKE_BAD_PROOF,
 	/* the open succeeds, then: */
 	FAKE_RSP_NOT_INFLIGHT,
 	FAKE_RSP_CHUNK_RANGE,
@@ -49,15 +53,22 @@ enum fake_mode {
 };
 
 static const char *const fake_names[] = {
-	"version-accept",  "version-reject",   "reject-eprotonosupport",
-	"garbage-hello",   "close-at-once",    "close-after-hello",
-	"bad-geometry",	   "bad-info",	       "info-mismatch",
-	"no-info",	   "silent",	       "short-hello",
-	"geometry-change", "rsp-not-inflight", "rsp-chunk-range",
-	"send-no-recv",	   "send-empty",       "bad-rkey",
-	"unknown-imm",	   "bad-frame",	       "double-rsp",
-	"drop-inflight",   "huge-frame",       "bad-hdrs",
-	"close-io-con",
+	"version-accept",   "version-reject",  "reject-eprotonosupport",
+	"garbage-hello",    "close-at-once",   "close-after-hello",
+	"bad-geometry",	    "bad-info",	       "info-mismatch",
+	"no-info",	    "silent",	       "short-hello",
+	"geometry-change",  "no-auth",	       "bad-proof",
+	"rsp-not-inflight", "rsp-chunk-range", "send-no-recv",
+	"send-empty",	    "bad-rkey",	       "unknown-imm",
+	"bad-frame",	    "double-rsp",      "drop-inflight",
+	"huge-frame",	    "bad-hdrs",	       "close-io-con",
+};
+
+/* A connection's handshake, as the fake server sees it. */
+struct fake_con {
+	struct ibtrs_conn_req cr;
+	uint8_t ns[IBTRS_NONCE_LEN];
+	bool authed;
 };
 
 struct fake {
@@ -66,6 +77,8 @@ struct fake {
 	uint16_t port;
 	int ctl[2]; /* main -> fake: 'g' act, 'q' quit */
 	int fds[32];
+	struct fake_con st[32]; /* of fds[i] */
+	uint8_t secret[IBTRS_AUTH_KEY_LEN];
 	unsigned int nfds;
 	int info_fd;
 	atomic_int reqs;
@@ -77,6 +90,7 @@ static void fake_drop(struct fake *fk, unsigned int i)
 	close(fk->fds[i]);
 	if (fk->info_fd == fk->fds[i])
 		fk->info_fd = -1;
+	fk->st[i] = fk->st[fk->nfds - 1];
 	fk->fds[i] = fk->fds[--fk->nfds];
 }
 
@@ -103,6 +117,7 @@ static void fake_accept(struct fake *fk)
 	struct ibtrs_conn_req cr;
 	struct tcp_hello h;
 	unsigned char junk[sizeof(h)];
+	uint8_t ns[IBTRS_NONCE_LEN];
 	int fd;
 
 	fd = accept4(fk->lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -119,6 +134,10 @@ static void fake_accept(struct fake *fk)
 	}
 	CHECK(!memcmp(h.magic, TCP_HELLO_MAGIC, 4));
 	CHECK_EQ(ibtrs_conn_req_decode(h.priv, sizeof(h.priv), &cr), 0);
+	CHECK(cr.caps & IBTRS_CAP_AUTH);
+	rnd_bytes(ns, sizeof(ns));
+	memcpy(r.nonce, ns, sizeof(ns));
+	r.flags = fk->mode == FAKE_NO_AUTH ? 0 : IBTRS_RSP_AUTH;
 	switch (fk->mode) {
 	case FAKE_VERSION_ACCEPT:
 		r.version = (IBTRS_PROTO_VER_MAJOR + 1) << 8;
@@ -173,7 +192,26 @@ static void fake_accept(struct fake *fk)
 		close(fd);
 		return;
 	}
+	fk->st[fk->nfds].cr = cr;
+	memcpy(fk->st[fk->nfds].ns, ns, sizeof(ns));
+	fk->st[fk->nfds].authed = false;
 	fk->fds[fk->nfds++] = fd;
+}
+
+/* AUTH_REQ of connection @i: a session of no keys, made by con 0. */
+static void fake_auth(struct fake *fk, unsigned int i, const void *buf,
+		      uint32_t len)
+{
+	struct fake_con *c = &fk->st[i];
+	struct ibtrs_msg_auth_rsp m;
+
+	ra_srv_rsp(&c->cr, c->ns, buf, len, NULL, 0x5eed, fk->secret,
+		   !c->cr.cid, &m);
+	if (fk->mode == FAKE_BAD_PROOF)
+		m.proof[7] ^= 1;
+	c->authed = true;
+	send_frame(fk->fds[i], TCP_OP_SEND, 0, 0, 0, sizeof(m), 0, 0, &m,
+		   sizeof(m));
 }
 
 static void fake_send_info(struct fake *fk, int fd)
@@ -200,13 +238,24 @@ static void fake_send_info(struct fake *fk, int fd)
 	fk->info_fd = fd;
 }
 
-/* One frame @f from the client. Return: false to drop the connection. */
-static bool fake_frame_one(struct fake *fk, int fd, const struct tcp_frame *f)
+/*
+ * One frame @f from the client, its payload in @buf. Return: false to
+ * drop the connection.
+ */
+static bool fake_frame_one(struct fake *fk, int fd, const struct tcp_frame *f,
+			   const void *buf)
 {
 	uint32_t chunk, off, rsp;
 	unsigned int off_bits = (unsigned int)ibtrs_imm_off_bits(
 		FAKE_QD, ibtrs_chunk_size(FAKE_MAX_IO));
+	unsigned int i;
 
+	for (i = 0; i < fk->nfds && fk->fds[i] != fd; i++)
+		;
+	if (f->op == TCP_OP_SEND && i < fk->nfds && !fk->st[i].authed) {
+		fake_auth(fk, i, buf, f->len);
+		return true;
+	}
 	if (f->op == TCP_OP_SEND) {
 		fake_send_info(fk, fd);
 		return true;
@@ -244,7 +293,7 @@ static bool fake_frame(struct fake *fk, int fd)
 		if (rt_recv_frame_opt(fd, &f, buf, sizeof(buf), IO_TIMEOUT_MS,
 				      RT_KEEP_HB))
 			return false;
-		if (!fake_frame_one(fk, fd, &f))
+		if (!fake_frame_one(fk, fd, &f, buf))
 			return false;
 	} while (rt_frames_pending(fd));
 	return true;
@@ -515,10 +564,16 @@ static void fake_case(enum fake_mode mode)
 		}
 		if ((mode == FAKE_BAD_GEOMETRY || mode == FAKE_BAD_INFO ||
 		     mode == FAKE_INFO_MISMATCH || mode == FAKE_GARBAGE_HELLO ||
-		     mode == FAKE_GEOMETRY_CHANGE) &&
+		     mode == FAKE_GEOMETRY_CHANGE || mode == FAKE_NO_AUTH) &&
 		    err != EPROTO) {
 			fprintf(stderr,
 				"fake %s: errno %d (%s), expected EPROTO\n",
+				what, err, strerror(err));
+			exit(1);
+		}
+		if (mode == FAKE_BAD_PROOF && err != EACCES) {
+			fprintf(stderr,
+				"fake %s: errno %d (%s), expected EACCES\n",
 				what, err, strerror(err));
 			exit(1);
 		}

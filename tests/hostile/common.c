@@ -482,6 +482,7 @@ void conn_req(struct ibtrs_msg_conn_req *m, uint16_t version, uint16_t cid,
 		.cid = cid,
 		.cid_num = cid_num,
 		.first_conn = first,
+		.caps = IBTRS_CAP_AUTH,
 	};
 
 	if (sess_uuid)
@@ -492,6 +493,7 @@ void conn_req(struct ibtrs_msg_conn_req *m, uint16_t version, uint16_t cid,
 		memcpy(r.path_uuid, path_uuid, IBTRS_UUID_LEN);
 	else
 		rnd_bytes(r.path_uuid, IBTRS_UUID_LEN);
+	rnd_bytes(r.nonce, IBTRS_NONCE_LEN);
 	ibtrs_conn_req_encode(m, &r);
 }
 
@@ -544,29 +546,79 @@ int send_frame(int fd, uint8_t op, uint8_t flags, uint16_t reserved,
 /* ------------------------------------------------------------------ */
 /* an attacking client, speaking the protocol by hand                   */
 
-/* Connect connection @cid of @a's path; return the fd, or -errno reject. */
-int atk_con(struct atk *a, uint16_t cid, uint16_t cid_num, bool first)
+int atk_con_hello(struct atk *a, uint16_t cid, uint16_t cid_num, bool first,
+		  uint8_t *ns)
 {
-	struct ibtrs_msg_conn_req m;
+	struct ibtrs_conn_req r = {
+		.version = IBTRS_PROTO_VER,
+		.cid = cid,
+		.cid_num = cid_num,
+		.first_conn = first,
+	};
 	int fd, ret, off_bits;
 
 	fd = raw_connect();
-	conn_req(&m, IBTRS_PROTO_VER, cid, cid_num, first, a->sess_uuid,
-		 a->path_uuid);
-	send_hello(fd, TCP_HELLO_MAGIC, 0, &m);
+	memcpy(r.sess_uuid, a->sess_uuid, IBTRS_UUID_LEN);
+	memcpy(r.path_uuid, a->path_uuid, IBTRS_UUID_LEN);
+	ra_conn_req(&a->last, &r, &a->last_req, a->no_auth);
+	send_hello(fd, TCP_HELLO_MAGIC, 0, &a->last_req);
 	ret = read_answer(fd, &a->rsp);
 	if (ret) {
 		CHECK(ret > 0);
 		expect_closed(fd);
 		return -ret;
 	}
+	CHECK(a->rsp.flags & IBTRS_RSP_AUTH);
 	CHECK_EQ(a->rsp.queue_depth, SRV_QD);
 	CHECK_EQ(a->rsp.max_io_size, SRV_MAX_IO);
 	CHECK_EQ(a->rsp.chunk_size, ibtrs_chunk_size(SRV_MAX_IO));
 	off_bits = ibtrs_imm_off_bits(a->rsp.queue_depth, a->rsp.chunk_size);
 	CHECK(off_bits > 0);
 	a->off_bits = (unsigned int)off_bits;
+	memcpy(ns, a->rsp.nonce, IBTRS_NONCE_LEN);
 	return fd;
+}
+
+int atk_auth(struct atk *a, int fd, const uint8_t *ns)
+{
+	struct ibtrs_msg_auth_rsp m;
+	struct tcp_frame f;
+	int ret;
+
+	ra_auth_req(&a->last, ns, a->psk, a->has_secret ? a->secret : NULL,
+		    &a->last_auth_req);
+	CHECK_EQ(send_frame(fd, TCP_OP_SEND, 0, 0, 0, sizeof(a->last_auth_req),
+			    0, 0, &a->last_auth_req, sizeof(a->last_auth_req)),
+		 0);
+	rt_recv_frame(fd, &f, &m, sizeof(m), IO_TIMEOUT_MS);
+	CHECK_EQ(f.op, TCP_OP_SEND);
+	ret = ra_auth_rsp(&a->last, &m, f.len, a->psk, a->secret,
+			  &a->incarnation);
+	if (ret > 0) {
+		expect_closed(fd);
+		return -ret;
+	}
+	if (ret < 0)
+		return -EBADMSG;
+	a->has_secret = true;
+	return 0;
+}
+
+int atk_con(struct atk *a, uint16_t cid, uint16_t cid_num, bool first)
+{
+	uint8_t ns[IBTRS_NONCE_LEN];
+	int fd, ret;
+
+	fd = atk_con_hello(a, cid, cid_num, first, ns);
+	if (fd < 0)
+		return fd;
+	ret = atk_auth(a, fd, ns);
+	if (ret == -EBADMSG) {
+		close(fd);
+		fprintf(stderr, "%s: the server's proof is wrong\n", cur_case);
+		exit(1);
+	}
+	return ret ? ret : fd;
 }
 
 void atk_init(struct atk *a)

@@ -3,8 +3,9 @@
  * connreq.c - attacks on the connection setup.
  *
  * Raw TCP connections send the server garbage, bad hellos and bad
- * connection requests (magic, flags, version, connection ids, unknown
- * sessions, duplicate connections); a slow hello (one byte per 100 ms)
+ * connection requests (magic, flags, version, connection ids), and
+ * authenticated connections to unknown sessions or duplicate connections
+ * (refused in AUTH_RSP); a slow hello (one byte per 100 ms)
  * runs beside them, and at the end 200 connections never send a hello
  * at all. Every attacking connection must be refused or closed in bounded
  * time while the good session goes on without an error.
@@ -128,36 +129,51 @@ static void case_cid(void)
 	expect_reject(&m, EPROTO);
 }
 
+/*
+ * An authenticated connection @cid of @cid_num of @a's path that the
+ * server must refuse in AUTH_RSP with @err.
+ */
+static void expect_refused(struct atk *a, uint16_t cid, uint16_t cid_num,
+			   bool first, int err)
+{
+	int ret = atk_con(a, cid, cid_num, first);
+
+	if (ret != -err) {
+		fprintf(stderr, "%s: answer %d, expected refusal %d (%s)\n",
+			cur_case, ret, err, strerror(err));
+		exit(1);
+	}
+}
+
 static void case_unknown_sess(void)
 {
-	struct ibtrs_msg_conn_req m;
+	struct atk a;
 
-	conn_req(&m, IBTRS_PROTO_VER, 1, 2, false, NULL, NULL);
-	expect_reject(&m, ENXIO);
-	conn_req(&m, IBTRS_PROTO_VER, 1, 2, true, NULL, NULL);
-	expect_reject(&m, ENXIO);
-	conn_req(&m, IBTRS_PROTO_VER, 0, 1, false, NULL, NULL);
-	expect_reject(&m, ENXIO);
+	atk_init(&a);
+	expect_refused(&a, 1, 2, false, ENXIO);
+	expect_refused(&a, 1, 2, true, ENXIO);
+	expect_refused(&a, 0, 1, false, ENXIO);
 }
 
 static void case_dup_cid(void)
 {
-	struct ibtrs_msg_conn_req m;
-	struct atk a;
+	struct atk a, b;
+	unsigned int i;
 
 	atk_open(&a, "atk-dup", 2, false);
+	/* The same client (it has the session's secret) again. */
+	b = a;
+	for (i = 0; i < IBTRS_MAX_CONS_PER_PATH; i++)
+		b.fd[i] = -1;
 	/* cid 1 again, and cid 1 with another cid_num: both busy. */
-	conn_req(&m, IBTRS_PROTO_VER, 1, 2, false, a.sess_uuid, a.path_uuid);
-	expect_reject(&m, EBUSY);
-	conn_req(&m, IBTRS_PROTO_VER, 1, 3, false, a.sess_uuid, a.path_uuid);
-	expect_reject(&m, EBUSY);
+	expect_refused(&b, 1, 2, false, EBUSY);
+	expect_refused(&b, 1, 3, false, EBUSY);
 	/* The path itself still works. */
 	atk_send_info(&a, 0, "atk-dup");
 	atk_recv_info(&a, 0);
 	atk_ping(&a, 1, 2);
 	/* A connection to a connected path is refused too. */
-	conn_req(&m, IBTRS_PROTO_VER, 1, 2, false, a.sess_uuid, a.path_uuid);
-	expect_reject(&m, EBUSY);
+	expect_refused(&b, 1, 2, false, EBUSY);
 	atk_ping(&a, 0, 3);
 	atk_close(&a);
 }
@@ -175,9 +191,17 @@ static void *slow_thread(void *arg)
 	size_t i;
 	int ret;
 
+	struct ibtrs_conn_req r = {
+		.version = IBTRS_PROTO_VER,
+		.cid_num = 1,
+		.first_conn = true,
+	};
+
 	(void)arg;
 	atk_init(&a);
-	conn_req(&m, IBTRS_PROTO_VER, 0, 1, true, a.sess_uuid, a.path_uuid);
+	memcpy(r.sess_uuid, a.sess_uuid, IBTRS_UUID_LEN);
+	memcpy(r.path_uuid, a.path_uuid, IBTRS_UUID_LEN);
+	ra_conn_req(&a.last, &r, &m, false);
 	memcpy(h.magic, TCP_HELLO_MAGIC, 4);
 	h.status = 0;
 	memcpy(h.priv, &m, sizeof(h.priv));
@@ -204,6 +228,7 @@ static void *slow_thread(void *arg)
 	CHECK_EQ(ret, 0);
 	a.off_bits = (unsigned int)ibtrs_imm_off_bits(a.rsp.queue_depth,
 						      a.rsp.chunk_size);
+	CHECK_EQ(atk_auth(&a, a.fd[0], a.rsp.nonce), 0);
 	atk_send_info(&a, 0, "atk-slow");
 	atk_recv_info(&a, 0);
 	atk_ping(&a, 0, 0);

@@ -4,13 +4,13 @@
  * protocol errors.
  *
  * - Poisoning: a peer that joins the good session as another path (it
- *   knows the session's uuid and name) sends, on every chunk, a request of
- *   generation 0x40000000, far outside the window of every tag. Each is
- *   refused alone with -EPROTO, counted on the session and the path, the
- *   path stays, and the tags keep their state: the good session's later
- *   requests complete normally. Before the window the tags took the
- *   generation, every later request of the good session was dropped as
- *   stale and it hung.
+ *   knows the session's uuid, name and secret: a path of the client's own
+ *   gone wrong, as a stranger cannot join, hostile/auth) sends, on every chunk,
+ * a request of generation 0x40000000, far outside the window of every tag. Each
+ * is refused alone with -EPROTO, counted on the session and the path, the path
+ * stays, and the tags keep their state: the good session's later requests
+ * complete normally. Before the window the tags took the generation, every
+ * later request of the good session was dropped as stale and it hung.
  * - Counters: each kind of malformed input bumps its own counter and the
  *   total: a frame the backend refuses (transport level), a message the
  *   core refuses (message level), a generation outside the window (the
@@ -111,6 +111,12 @@ static void case_gen_poison(void)
 	good_view(&v0);
 	atk_init(&a);
 	memcpy(a.sess_uuid, good->uuid, IBTRS_UUID_LEN);
+	/* An insider: a path of the good client's own, with its secret. */
+	pthread_mutex_lock(&good->auth_lock);
+	memcpy(a.secret, good->secret, sizeof(a.secret));
+	a.has_secret = good->has_secret;
+	pthread_mutex_unlock(&good->auth_lock);
+	CHECK(a.has_secret);
 	a.fd[0] = atk_con(&a, 0, 1, true);
 	CHECK(a.fd[0] >= 0);
 	a.nr = 1;

@@ -35,6 +35,7 @@
 #include "ibtrs.h"
 #include "core.h"
 #include "proto.h"
+#include "rawauth.h"
 #include "rawtcp.h"
 #include "tcp/tcp_proto.h"
 #include "test.h"
@@ -92,6 +93,7 @@ int raw_connect(void);
 /* The server must close @fd in bounded time; @fd is closed here. */
 long expect_closed(int fd);
 void send_hello(int fd, const char *magic, uint32_t status, const void *priv);
+/* A conn_req of a client that authenticates, with a fresh nonce. */
 void conn_req(struct ibtrs_msg_conn_req *m, uint16_t version, uint16_t cid,
 	      uint16_t cid_num, bool first, const uint8_t *sess_uuid,
 	      const uint8_t *path_uuid);
@@ -114,10 +116,36 @@ struct atk {
 	unsigned int off_bits;
 	struct ibtrs_desc pool;
 	uint32_t gen;
+	/* the handshake: the key it proves (NULL: none), the secret of its
+	 * session once a connection made it */
+	const struct ibtrs_psk *psk;
+	bool has_secret;
+	uint8_t secret[IBTRS_AUTH_KEY_LEN];
+	uint64_t incarnation;
+	bool no_auth;	   /* conn_req without IBTRS_CAP_AUTH */
+	struct ra_hs last; /* the last connection's handshake */
+	struct ibtrs_msg_conn_req last_req; /* and what it sent */
+	struct ibtrs_msg_auth_req last_auth_req;
 };
 
-/* Connect connection @cid of @a's path; return the fd, or -errno reject. */
+/*
+ * Connect connection @cid of @a's path, the handshake included (with
+ * @a's key and secret); return the fd, or -errno of the refusal (at the
+ * connection request or in AUTH_RSP; the server closed the socket).
+ */
 int atk_con(struct atk *a, uint16_t cid, uint16_t cid_num, bool first);
+/*
+ * The same up to the server's conn_rsp only: the fd, the server's nonce
+ * in @ns; or -errno of a reject.
+ */
+int atk_con_hello(struct atk *a, uint16_t cid, uint16_t cid_num, bool first,
+		  uint8_t *ns);
+/*
+ * The rest of the handshake on @fd: AUTH_REQ for @ns, AUTH_RSP. Return:
+ * 0, the server's -errno (@fd then closed by the server and here), or
+ * -EBADMSG if the server's proof is wrong.
+ */
+int atk_auth(struct atk *a, int fd, const uint8_t *ns);
 void atk_init(struct atk *a);
 void atk_send_info(struct atk *a, unsigned int con, const char *name);
 void atk_recv_info(struct atk *a, unsigned int con);

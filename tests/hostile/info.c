@@ -103,6 +103,8 @@ static void case_name_mismatch(void)
 	atk_open(&a, "atk-name-a", 1, true);
 	atk_init(&b);
 	memcpy(b.sess_uuid, a.sess_uuid, IBTRS_UUID_LEN);
+	memcpy(b.secret, a.secret, sizeof(b.secret));
+	b.has_secret = true;
 	b.fd[0] = atk_con(&b, 0, 1, true);
 	CHECK(b.fd[0] >= 0);
 	atk_send_info(&b, 0, "atk-name-b");

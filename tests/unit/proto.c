@@ -84,7 +84,21 @@ static void test_layout(void)
 	CHECK_EQ(offsetof(struct ibtrs_trailer, gen), 4);
 	CHECK_EQ(offsetof(struct ibtrs_trailer, desc), 8);
 	CHECK_EQ(IBTRS_INFO_RSP_MAX_LEN, 8 + 64 * 16);
-	CHECK_EQ(IBTRS_PROTO_VER, 0x0100);
+	CHECK_EQ(IBTRS_PROTO_VER, 0x0101);
+	CHECK_EQ(offsetof(struct ibtrs_msg_conn_req, nonce), 48);
+	CHECK_EQ(offsetof(struct ibtrs_msg_conn_rsp, incarnation), 24);
+	CHECK_EQ(offsetof(struct ibtrs_msg_conn_rsp, nonce), 32);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_req, flags), 2);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_req, id_len), 3);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_req, identity), 8);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_req, pub), 136);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_req, proof_psk), 168);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_req, proof_sess), 200);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_rsp, err), 2);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_rsp, flags), 4);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_rsp, incarnation), 8);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_rsp, pub), 16);
+	CHECK_EQ(offsetof(struct ibtrs_msg_auth_rsp, proof), 48);
 }
 
 /**
@@ -101,9 +115,11 @@ static void conn_req_sample(struct ibtrs_conn_req *r)
 	r->cid_num = 4;
 	r->recon_cnt = 0x1234;
 	r->first_conn = true;
+	r->caps = IBTRS_CAP_GEN_FROM_1 | IBTRS_CAP_AUTH;
 	for (i = 0; i < IBTRS_UUID_LEN; i++) {
 		r->sess_uuid[i] = (uint8_t)(0x10 + i);
 		r->path_uuid[i] = (uint8_t)(0xf0 - i);
+		r->nonce[i] = (uint8_t)(0x80 + i);
 	}
 }
 
@@ -127,6 +143,8 @@ static void test_conn_req(void)
 	CHECK(d.first_conn);
 	CHECK(!memcmp(d.sess_uuid, r.sess_uuid, IBTRS_UUID_LEN));
 	CHECK(!memcmp(d.path_uuid, r.path_uuid, IBTRS_UUID_LEN));
+	CHECK(!memcmp(d.nonce, r.nonce, IBTRS_NONCE_LEN));
+	CHECK_EQ(d.caps, IBTRS_CAP_GEN_FROM_1 | IBTRS_CAP_AUTH);
 
 	r.first_conn = false;
 	r.cid = 0;
@@ -143,7 +161,7 @@ static void test_conn_req(void)
 	ibtrs_conn_req_encode(&m, &r);
 	CHECK_EQ(b[0], 0xBD);
 	CHECK_EQ(b[1], 0x1B);
-	CHECK_EQ(b[2], 0x00); /* minor */
+	CHECK_EQ(b[2], 0x01); /* minor */
 	CHECK_EQ(b[3], 0x01); /* major */
 	CHECK_EQ(b[4], 3);
 	CHECK_EQ(b[5], 0);
@@ -151,10 +169,11 @@ static void test_conn_req(void)
 	CHECK_EQ(b[8], 0x34);
 	CHECK_EQ(b[9], 0x12);
 	CHECK_EQ(b[10], IBTRS_CONN_FIRST);
-	CHECK(all_zero(b, 11, 5));
+	CHECK_EQ(b[11], IBTRS_CAP_GEN_FROM_1 | IBTRS_CAP_AUTH);
+	CHECK(all_zero(b, 12, 4));
 	CHECK(!memcmp(b + 16, r.sess_uuid, IBTRS_UUID_LEN));
 	CHECK(!memcmp(b + 32, r.path_uuid, IBTRS_UUID_LEN));
-	CHECK(all_zero(b, 48, 16));
+	CHECK(!memcmp(b + 48, r.nonce, IBTRS_NONCE_LEN));
 
 	/* Decoding from an unaligned buffer, with trailing bytes. */
 	memset(buf, 0, sizeof(buf));
@@ -310,6 +329,22 @@ static void test_conn_rsp(void)
 	CHECK_EQ(get_le(b, 16, 4), IBTRS_MAX_USR_MSG);
 	CHECK(all_zero(b, 20, 44));
 
+	/* The server's nonce, vouched for by IBTRS_RSP_AUTH only. */
+	conn_rsp_sample(&r);
+	r.flags = IBTRS_RSP_AUTH;
+	memset(r.nonce, 0x5c, sizeof(r.nonce));
+	ibtrs_conn_rsp_encode(&m, &r);
+	CHECK_EQ(get_le(b, 20, 4), IBTRS_RSP_AUTH);
+	CHECK(!memcmp(b + 32, r.nonce, IBTRS_NONCE_LEN));
+	CHECK(all_zero(b, 48, 16));
+	memset(&d, 0xa5, sizeof(d));
+	CHECK_EQ(ibtrs_conn_rsp_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.flags, IBTRS_RSP_AUTH);
+	CHECK(!memcmp(d.nonce, r.nonce, IBTRS_NONCE_LEN));
+	put_le(&m, 20, 4, 0);
+	CHECK_EQ(ibtrs_conn_rsp_decode(&m, sizeof(m), &d), 0);
+	CHECK(all_zero(d.nonce, 0, IBTRS_NONCE_LEN));
+
 	/* A reject carries only the error; geometry is not checked. */
 	memset(&r, 0, sizeof(r));
 	r.version = IBTRS_PROTO_VER;
@@ -363,6 +398,196 @@ static void test_conn_rsp(void)
 		 -EPROTO);
 	CHECK_EQ(rsp_geometry(128, 1u << 24, (1u << 24) + IBTRS_HDR_ROOM, 1024),
 		 -EPROTO);
+}
+
+static void auth_req_sample(struct ibtrs_auth_req *r)
+{
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->flags = IBTRS_AUTH_PSK | IBTRS_AUTH_JOIN;
+	strcpy(r->identity, "client-7");
+	r->id_len = 8;
+	for (i = 0; i < IBTRS_AUTH_KEY_LEN; i++) {
+		r->pub[i] = (uint8_t)(1 + i);
+		r->proof_psk[i] = (uint8_t)(0x40 + i);
+		r->proof_sess[i] = (uint8_t)(0x80 + i);
+	}
+}
+
+static void test_auth_req(void)
+{
+	struct ibtrs_msg_auth_req m;
+	struct ibtrs_auth_req r, d;
+	unsigned char buf[sizeof(m) + 1];
+	const unsigned char *b = (const unsigned char *)&m;
+	size_t len;
+
+	/* Round trip and layout. */
+	auth_req_sample(&r);
+	ibtrs_auth_req_encode(&m, &r);
+	CHECK_EQ(get_le(b, 0, 2), IBTRS_MSG_AUTH_REQ);
+	CHECK_EQ(b[2], IBTRS_AUTH_PSK | IBTRS_AUTH_JOIN);
+	CHECK_EQ(b[3], 8);
+	CHECK(all_zero(b, 4, 4));
+	CHECK(!memcmp(b + 8, "client-7", 8));
+	CHECK(all_zero(b, 16, 120));
+	CHECK(!memcmp(b + 136, r.pub, 32));
+	CHECK(!memcmp(b + 168, r.proof_psk, 32));
+	CHECK(!memcmp(b + 200, r.proof_sess, 32));
+	memset(&d, 0xa5, sizeof(d));
+	CHECK_EQ(ibtrs_auth_req_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.flags, r.flags);
+	CHECK_EQ(d.id_len, 8);
+	CHECK(!strcmp(d.identity, "client-7"));
+	CHECK(!memcmp(d.pub, r.pub, 32));
+	CHECK(!memcmp(d.proof_psk, r.proof_psk, 32));
+	CHECK(!memcmp(d.proof_sess, r.proof_sess, 32));
+
+	/* Without a key: no identity, no proof of one; proofs not flagged
+	 * are not sent. */
+	auth_req_sample(&r);
+	r.flags = 0;
+	r.id_len = 0;
+	ibtrs_auth_req_encode(&m, &r);
+	CHECK(all_zero(b, 8, 128));
+	CHECK(all_zero(b, 168, 64));
+	CHECK_EQ(ibtrs_auth_req_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.identity[0], '\0');
+	r.flags = IBTRS_AUTH_JOIN;
+	ibtrs_auth_req_encode(&m, &r);
+	CHECK_EQ(ibtrs_auth_req_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.flags, IBTRS_AUTH_JOIN);
+
+	/* The longest identity. */
+	auth_req_sample(&r);
+	memset(r.identity, 'x', IBTRS_AUTH_ID_MAX);
+	r.identity[IBTRS_AUTH_ID_MAX] = '\0';
+	r.id_len = IBTRS_AUTH_ID_MAX;
+	ibtrs_auth_req_encode(&m, &r);
+	CHECK_EQ(ibtrs_auth_req_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(strlen(d.identity), IBTRS_AUTH_ID_MAX);
+
+	/* Lengths: exactly one message. */
+	auth_req_sample(&r);
+	ibtrs_auth_req_encode(&m, &r);
+	for (len = 0; len < sizeof(m); len++)
+		CHECK_EQ(ibtrs_auth_req_decode(&m, len, &d), -EPROTO);
+	memcpy(buf, &m, sizeof(m));
+	CHECK_EQ(ibtrs_auth_req_decode(buf, sizeof(m) + 1, &d), -EPROTO);
+	CHECK_EQ(ibtrs_auth_req_decode(NULL, sizeof(m), &d), -EPROTO);
+
+	/* Bad values, one at a time. */
+#define BAD_REQ(stmt)                                                         \
+	do {                                                                  \
+		memcpy(buf, &m, sizeof(m));                                   \
+		stmt;                                                         \
+		CHECK_EQ(ibtrs_auth_req_decode(buf, sizeof(m), &d), -EPROTO); \
+	} while (0)
+	BAD_REQ(put_le(buf, 0, 2, IBTRS_MSG_AUTH_RSP));
+	BAD_REQ(put_le(buf, 0, 2, IBTRS_MSG_INFO_REQ));
+	BAD_REQ(buf[2] |= 0x04);
+	BAD_REQ(buf[2] = 0x80);
+	BAD_REQ(buf[4] = 1);
+	BAD_REQ(buf[7] = 1);
+	BAD_REQ(buf[3] = IBTRS_AUTH_ID_MAX + 1);
+	BAD_REQ(buf[3] = 0xff);
+	BAD_REQ(buf[3] = 0);		   /* PSK without identity */
+	BAD_REQ(buf[2] = IBTRS_AUTH_JOIN); /* identity without PSK */
+	BAD_REQ(buf[3] = 7);		   /* padding not zero */
+	BAD_REQ(buf[8 + 100] = 'y');	   /* padding not zero */
+	BAD_REQ(buf[8 + 2] = ':');	   /* the file's separator */
+	BAD_REQ(buf[8 + 2] = ' ');
+	BAD_REQ(buf[8 + 2] = '\0');
+	BAD_REQ(buf[8 + 2] = 0x7f);
+	BAD_REQ(buf[8 + 2] = (char)0xc3);
+#undef BAD_REQ
+	/* A proof not flagged must be zero. */
+	auth_req_sample(&r);
+	r.flags = IBTRS_AUTH_PSK;
+	ibtrs_auth_req_encode(&m, &r);
+	memcpy(buf, &m, sizeof(m));
+	buf[200] = 1;
+	CHECK_EQ(ibtrs_auth_req_decode(buf, sizeof(m), &d), -EPROTO);
+	r.flags = 0;
+	r.id_len = 0;
+	ibtrs_auth_req_encode(&m, &r);
+	memcpy(buf, &m, sizeof(m));
+	buf[168] = 1;
+	CHECK_EQ(ibtrs_auth_req_decode(buf, sizeof(m), &d), -EPROTO);
+}
+
+static void test_auth_rsp(void)
+{
+	struct ibtrs_msg_auth_rsp m;
+	struct ibtrs_auth_rsp r, d;
+	unsigned char buf[sizeof(m) + 1];
+	const unsigned char *b = (const unsigned char *)&m;
+	size_t len;
+	int i;
+
+	memset(&r, 0, sizeof(r));
+	r.flags = IBTRS_RSP_INCARNATION | IBTRS_RSP_NEW_SESS;
+	r.incarnation = 0x1122334455667788ull;
+	for (i = 0; i < IBTRS_AUTH_KEY_LEN; i++) {
+		r.pub[i] = (uint8_t)(i + 1);
+		r.proof[i] = (uint8_t)(0xa0 + i);
+	}
+	ibtrs_auth_rsp_encode(&m, &r);
+	CHECK_EQ(get_le(b, 0, 2), IBTRS_MSG_AUTH_RSP);
+	CHECK_EQ(get_le(b, 2, 2), 0);
+	CHECK_EQ(get_le(b, 4, 4), IBTRS_RSP_INCARNATION | IBTRS_RSP_NEW_SESS);
+	CHECK_EQ(get_le(b, 8, 8), 0x1122334455667788ull);
+	CHECK(!memcmp(b + 16, r.pub, 32));
+	CHECK(!memcmp(b + 48, r.proof, 32));
+	memset(&d, 0xa5, sizeof(d));
+	CHECK_EQ(ibtrs_auth_rsp_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.err, 0);
+	CHECK_EQ(d.flags, r.flags);
+	CHECK_EQ(d.incarnation, r.incarnation);
+	CHECK(!memcmp(d.pub, r.pub, 32));
+	CHECK(!memcmp(d.proof, r.proof, 32));
+
+	/* A join sends no public key. */
+	r.flags = IBTRS_RSP_INCARNATION;
+	ibtrs_auth_rsp_encode(&m, &r);
+	CHECK(all_zero(b, 16, 32));
+	CHECK_EQ(ibtrs_auth_rsp_decode(&m, sizeof(m), &d), 0);
+
+	/* A refusal carries only its error. */
+	r.err = EACCES;
+	ibtrs_auth_rsp_encode(&m, &r);
+	CHECK_EQ(get_le(b, 2, 2), EACCES);
+	CHECK(all_zero(b, 4, sizeof(m) - 4));
+	CHECK_EQ(ibtrs_auth_rsp_decode(&m, sizeof(m), &d), 0);
+	CHECK_EQ(d.err, EACCES);
+	CHECK_EQ(d.flags, 0);
+
+	/* Lengths. */
+	r.err = 0;
+	ibtrs_auth_rsp_encode(&m, &r);
+	for (len = 0; len < sizeof(m); len++)
+		CHECK_EQ(ibtrs_auth_rsp_decode(&m, len, &d), -EPROTO);
+	memcpy(buf, &m, sizeof(m));
+	CHECK_EQ(ibtrs_auth_rsp_decode(buf, sizeof(m) + 1, &d), -EPROTO);
+	CHECK_EQ(ibtrs_auth_rsp_decode(NULL, sizeof(m), &d), -EPROTO);
+
+	/* Bad values. */
+#define BAD_RSP(stmt)                                                         \
+	do {                                                                  \
+		memcpy(buf, &m, sizeof(m));                                   \
+		stmt;                                                         \
+		CHECK_EQ(ibtrs_auth_rsp_decode(buf, sizeof(m), &d), -EPROTO); \
+	} while (0)
+	BAD_RSP(put_le(buf, 0, 2, IBTRS_MSG_AUTH_REQ));
+	BAD_RSP(put_le(buf, 0, 2, IBTRS_MSG_INFO_RSP));
+	BAD_RSP(put_le(buf, 4, 4, 0)); /* no incarnation */
+	BAD_RSP(put_le(buf, 4, 4, IBTRS_RSP_NEW_SESS));
+	BAD_RSP(put_le(buf, 4, 4, IBTRS_RSP_INCARNATION | IBTRS_RSP_AUTH));
+	BAD_RSP(put_le(buf, 4, 4, IBTRS_RSP_INCARNATION | 0x80000000u));
+	BAD_RSP(put_le(buf, 8, 8, 0)); /* incarnation 0 */
+	BAD_RSP(buf[16] = 1);	       /* key of no session */
+#undef BAD_RSP
 }
 
 static void test_info_req(void)
@@ -794,6 +1019,8 @@ int main(void)
 	test_layout();
 	test_conn_req();
 	test_conn_rsp();
+	test_auth_req();
+	test_auth_rsp();
 	test_info_req();
 	test_info_rsp();
 	test_trailer();

@@ -1376,6 +1376,13 @@ void loop_xprt_break(const struct sockaddr *addr)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* Loop thread: the receiving end places the peer's WRITEs there. */
+static int loop_bind_pd(struct ibtrs_xprt_con *xcon, struct ibtrs_xprt_pd *pd)
+{
+	to_ep(xcon)->pd = pd;
+	return 0;
+}
+
 const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops = {
 	.name = "loop",
 	.pd_alloc = swmr_pd_alloc,
@@ -1393,6 +1400,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops = {
 	.start = loop_start,
 	.disconnect = loop_disconnect,
 	.destroy = loop_destroy,
+	.bind_pd = loop_bind_pd,
 	.post_send = loop_post_send,
 	.post_recv = loop_post_recv,
 	.post_write = loop_post_write,

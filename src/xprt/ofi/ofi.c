@@ -2522,6 +2522,22 @@ static void ofi_addr_str(struct ibtrs_xprt_con *xcon, char *local, char *peer,
 	ibtrs_xprt_addr_str(xcon, ofi_name, local, peer, len);
 }
 
+/*
+ * The pds of one provider share its domain, where the regions are: a
+ * connection moves only between pds of its own domain. What the peer
+ * reaches is then decided by the keys it was told.
+ */
+static int ofi_bind_pd(struct ibtrs_xprt_con *xcon, struct ibtrs_xprt_pd *xpd)
+{
+	struct ofi_con *c = to_ofi_con(xcon);
+	struct ofi_pd *pd = (struct ofi_pd *)xpd;
+
+	if (pd->dom != c->pd->dom)
+		return -EINVAL;
+	c->pd = pd;
+	return 0;
+}
+
 const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops = {
 	.name = "ofi",
 	.pd_alloc = ofi_pd_alloc,
@@ -2540,6 +2556,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops = {
 	.start = ofi_start,
 	.disconnect = ofi_disconnect,
 	.destroy = ofi_destroy,
+	.bind_pd = ofi_bind_pd,
 	.post_send = ofi_post_send,
 	.post_recv = ofi_post_recv,
 	.post_write = ofi_post_write,

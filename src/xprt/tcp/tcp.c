@@ -1478,6 +1478,13 @@ static void tcp_reject(struct ibtrs_xprt_connreq *req, const void *priv)
 	free(p);
 }
 
+/* Loop thread: the receive side, which alone reads c->pd, is there. */
+static int tcp_bind_pd(struct ibtrs_xprt_con *xcon, struct ibtrs_xprt_pd *pd)
+{
+	to_tcp_con(xcon)->pd = pd;
+	return 0;
+}
+
 static int tcp_name(struct ibtrs_xprt_con *xcon, bool peer,
 		    struct sockaddr_storage *ss)
 {
@@ -1511,6 +1518,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
 	.start = tcp_start,
 	.disconnect = tcp_disconnect,
 	.destroy = tcp_destroy,
+	.bind_pd = tcp_bind_pd,
 	.post_send = tcp_post_send,
 	.post_recv = tcp_post_recv,
 	.post_write = tcp_post_write,
