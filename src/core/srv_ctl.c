@@ -93,6 +93,8 @@ static void srv_ctl_status(void *obj, struct json *j)
 	json_u64(j, "proto_msg", st.proto_msg);
 	json_u64(j, "gen_rejected", st.gen_rejected);
 	json_u64(j, "refused_full", st.refused_full);
+	json_u64(j, "auth_failed", st.auth_failed);
+	json_u64(j, "refused_limit", st.refused_limit);
 	ibtrs_loop_status(info.loop, j);
 	json_arr_begin(j, "sessions");
 	srv_ctl_walk(ctx, &w);
