@@ -36,8 +36,12 @@
 #define TLS_RECORD 16384	  /* plaintext bytes of a full record */
 #define TLS_TX_BATCH (256u << 10) /* plaintext taken per writev */
 #define TLS_IN_BUF (256u << 10)	  /* ciphertext read per recv */
-/* Output buffer: a batch in full records, with their overhead. */
-#define TLS_OUT_BUF (TLS_TX_BATCH + (64u << 10))
+/*
+ * Buffers of a handshake: a peer that has not proved a key costs little
+ * memory; an established session gets TLS_IN_BUF, and its output buffer
+ * grows to what its batches need.
+ */
+#define TLS_HS_BUF 4096
 #define TLS_ALERT 0x15
 
 struct tcp_tls_srv {
@@ -66,7 +70,7 @@ struct tcp_tls {
 	size_t ohead, otail, ocap;
 	/* input, receiving thread only */
 	char *ibuf;
-	size_t ihead, itail;
+	size_t ihead, itail, icap;
 	/* plaintext gathered into one record, sending thread only */
 	char *pbuf;
 };
@@ -165,7 +169,7 @@ static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
 		ssize_t r;
 
 		do {
-			r = recv(t->fd, t->ibuf, TLS_IN_BUF, MSG_DONTWAIT);
+			r = recv(t->fd, t->ibuf, t->icap, MSG_DONTWAIT);
 		} while (r < 0 && errno == EINTR);
 		if (r < 0) {
 			gnutls_transport_set_errno(t->s, errno);
@@ -293,11 +297,10 @@ static int tls_new(int fd, bool server, const char *peer, struct tcp_tls **tp)
 	t->fd = fd;
 	t->server = server;
 	snprintf(t->peer, sizeof(t->peer), "%s", peer ? peer : "?");
-	t->ocap = TLS_OUT_BUF;
+	t->ocap = t->icap = TLS_HS_BUF;
 	t->obuf = malloc(t->ocap);
-	t->ibuf = malloc(TLS_IN_BUF);
-	t->pbuf = malloc(TLS_RECORD);
-	if (!t->obuf || !t->ibuf || !t->pbuf)
+	t->ibuf = malloc(t->icap);
+	if (!t->obuf || !t->ibuf)
 		goto nomem;
 	/* No session tickets: every connection proves the key afresh. */
 	flags |= server ? GNUTLS_SERVER | GNUTLS_NO_TICKETS : GNUTLS_CLIENT;
@@ -334,21 +337,35 @@ nomem:
 	return -ENOMEM;
 }
 
-/* After the handshake: the kernel's record layer, or ours from now on. */
-static void tls_established(struct tcp_tls *t)
+/*
+ * After the handshake: the kernel's record layer, or ours from now on,
+ * with the buffers of an established session. Return: 0 or -ENOMEM.
+ */
+static int tls_established(struct tcp_tls *t)
 {
-	if (t->user_io)
-		return;
-	if (gnutls_transport_is_ktls_enabled(t->s) == GNUTLS_KTLS_DUPLEX) {
-		t->ktls = true;
-		return;
+	char *ib;
+
+	if (!t->user_io) {
+		if (gnutls_transport_is_ktls_enabled(t->s) ==
+		    GNUTLS_KTLS_DUPLEX) {
+			t->ktls = true;
+			return 0;
+		}
+		/* The handshake read records exactly: nothing is buffered. */
+		t->user_io = true;
+		gnutls_transport_set_ptr(t->s, t);
+		gnutls_transport_set_push_function(t->s, tls_push);
+		gnutls_transport_set_pull_function(t->s, tls_pull);
+		gnutls_transport_set_pull_timeout_function(t->s,
+							   tls_pull_timeout);
 	}
-	/* The handshake read records exactly: nothing is buffered. */
-	t->user_io = true;
-	gnutls_transport_set_ptr(t->s, t);
-	gnutls_transport_set_push_function(t->s, tls_push);
-	gnutls_transport_set_pull_function(t->s, tls_pull);
-	gnutls_transport_set_pull_timeout_function(t->s, tls_pull_timeout);
+	t->pbuf = malloc(TLS_RECORD);
+	ib = realloc(t->ibuf, TLS_IN_BUF);
+	if (ib) {
+		t->ibuf = ib;
+		t->icap = TLS_IN_BUF;
+	}
+	return t->pbuf && ib ? 0 : -ENOMEM;
 }
 
 /* Why a handshake failed, as the log and errno put it. */
@@ -484,11 +501,12 @@ int tcp_tls_client(int fd, const struct ibtrs_xprt_tls *cfg,
 		if (r)
 			break;
 	}
+	if (!r)
+		r = tls_established(t);
 	if (r) {
 		tcp_tls_free(t);
 		return r;
 	}
-	tls_established(t);
 	*tp = t;
 	return 0;
 }
@@ -541,7 +559,9 @@ int tcp_tls_handshake_step(struct tcp_tls *t, bool *want_out)
 		}
 		return tls_handshake_error(t, r);
 	}
-	tls_established(t);
+	r = tls_established(t);
+	if (r)
+		return r;
 	if (f == -EAGAIN) {
 		/* The last flight waits for the socket: it leaves before
 		 * anything else (tcp_tls_writev flushes first). */
