@@ -41,7 +41,7 @@ static char recv_byte(int fd)
 
 /*
  * The stat file of the thread named "ibtrs-srv", opened while there are
- * descriptors to open it with.
+ * descriptors to open it with; -1 if there is no such thread (yet).
  */
 static int srv_thread_stat(void)
 {
@@ -70,7 +70,6 @@ static int srv_thread_stat(void)
 			close(fd);
 	}
 	closedir(d);
-	CHECK(found >= 0);
 	return found;
 }
 
@@ -107,7 +106,10 @@ static void child(void)
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
 	h_srv_start(&srv, NULL, QD, MAX_IO);
 	port = srv.port;
-	stat_fd = srv_thread_stat();
+	/* The loop thread names itself once it runs. */
+	for (i = 0; (stat_fd = srv_thread_stat()) < 0 && i < 1000; i++)
+		h_sleep_ms(10);
+	CHECK(stat_fd >= 0);
 	CHECK_EQ(write(to_parent[1], &port, sizeof(port)), sizeof(port));
 	while ((c = recv_byte(to_child[0])) != 'q') {
 		if (c == 'f') {
