@@ -217,7 +217,7 @@ static int psk_lookup(gnutls_session_t s, const char *identity,
 
 	if (!psk) {
 		t->unknown_id = true;
-		ibtrs_log(
+		ibtrs_log_rl(
 			IBTRS_LOG_ERR,
 			"tcp: TLS from %s refused: unknown PSK identity '%.64s'",
 			t->peer, identity);
@@ -368,14 +368,22 @@ static int tls_established(struct tcp_tls *t)
 	return t->pbuf && ib ? 0 : -ENOMEM;
 }
 
+/* A server's messages are rate-limited: any peer can cause them. */
+#define tls_err(t, ...)                                           \
+	do {                                                      \
+		if ((t)->server)                                  \
+			ibtrs_log_rl(IBTRS_LOG_ERR, __VA_ARGS__); \
+		else                                              \
+			ibtrs_log(IBTRS_LOG_ERR, __VA_ARGS__);    \
+	} while (0)
+
 /* Why a handshake failed, as the log and errno put it. */
 static int tls_handshake_error(struct tcp_tls *t, int r)
 {
 	const char *who = t->server ? "client" : "server";
 
 	if (t->peer_plain) {
-		ibtrs_log(
-			IBTRS_LOG_ERR,
+		tls_err(t,
 			"tcp: %s %s does not speak TLS (it answered in plaintext)",
 			who, t->peer);
 		return -EPROTONOSUPPORT;
@@ -387,14 +395,12 @@ static int tls_handshake_error(struct tcp_tls *t, int r)
 		const char *name = gnutls_alert_get_name(a);
 
 		if (a == GNUTLS_A_UNKNOWN_PSK_IDENTITY)
-			ibtrs_log(
-				IBTRS_LOG_ERR,
+			tls_err(t,
 				"tcp: TLS refused by %s %s: it does not know the identity '%s'",
 				who, t->peer, t->identity);
 		else
-			ibtrs_log(IBTRS_LOG_ERR,
-				  "tcp: TLS refused by %s %s: %s (wrong key?)",
-				  who, t->peer, name ? name : "alert");
+			tls_err(t, "tcp: TLS refused by %s %s: %s (wrong key?)",
+				who, t->peer, name ? name : "alert");
 		return -EACCES;
 	}
 	if (r == GNUTLS_E_DECRYPTION_FAILED ||
@@ -402,22 +408,20 @@ static int tls_handshake_error(struct tcp_tls *t, int r)
 	    r == GNUTLS_E_MAC_VERIFY_FAILED ||
 	    r == GNUTLS_E_INSUFFICIENT_CREDENTIALS ||
 	    r == GNUTLS_E_RECEIVED_ILLEGAL_PARAMETER) {
-		ibtrs_log(
-			IBTRS_LOG_ERR,
+		tls_err(t,
 			"tcp: TLS handshake with %s %s failed: %s (wrong key)",
 			who, t->peer, gnutls_strerror(r));
 		return -EACCES;
 	}
 	if (r == GNUTLS_E_PUSH_ERROR || r == GNUTLS_E_PULL_ERROR ||
 	    r == GNUTLS_E_PREMATURE_TERMINATION) {
-		ibtrs_log(
-			IBTRS_LOG_ERR,
+		tls_err(t,
 			"tcp: TLS handshake with %s %s failed: connection closed",
 			who, t->peer);
 		return -ECONNRESET;
 	}
-	ibtrs_log(IBTRS_LOG_ERR, "tcp: TLS handshake with %s %s failed: %s",
-		  who, t->peer, gnutls_strerror(r));
+	tls_err(t, "tcp: TLS handshake with %s %s failed: %s", who, t->peer,
+		gnutls_strerror(r));
 	return -EPROTO;
 }
 
