@@ -904,7 +904,7 @@ static int loop_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 		return -EINVAL;
 	if (ibtrs_xprt_tls_on(attr->tls)) {
 		ibtrs_log(IBTRS_LOG_ERR, "loop: TLS is for the tcp backend; "
-			  "authentication still applies");
+					 "authentication still applies");
 		return -EOPNOTSUPP;
 	}
 	l = calloc(1, sizeof(*l));
@@ -1033,7 +1033,7 @@ static int loop_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 
 	if (ibtrs_xprt_tls_on(tls)) {
 		ibtrs_log(IBTRS_LOG_ERR, "loop: TLS is for the tcp backend; "
-			  "authentication still applies");
+					 "authentication still applies");
 		return -EOPNOTSUPP;
 	}
 	lst = calloc(1, sizeof(*lst));

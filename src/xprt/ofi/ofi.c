@@ -1346,7 +1346,7 @@ static int ofi_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 	memset(rsp, 0, IBTRS_XPRT_PRIV_LEN);
 	if (ibtrs_xprt_tls_on(attr->tls)) {
 		ibtrs_log(IBTRS_LOG_ERR, "ofi: TLS is for the tcp backend; "
-			  "authentication still applies");
+					 "authentication still applies");
 		return -EOPNOTSUPP;
 	}
 	ret = ofi_getinfo(ofi_prov(pd->info), src, dst, 0, &info);
@@ -2387,7 +2387,7 @@ static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 
 	if (ibtrs_xprt_tls_on(tls)) {
 		ibtrs_log(IBTRS_LOG_ERR, "ofi: TLS is for the tcp backend; "
-			  "authentication still applies");
+					 "authentication still applies");
 		return -EOPNOTSUPP;
 	}
 	l = calloc(1, sizeof(*l));
