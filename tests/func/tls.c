@@ -10,6 +10,8 @@
  *   plaintext client to a "require" server ("requires TLS"), a TLS client
  *   to an "off" server ("does not speak TLS", both EPROTONOSUPPORT).
  * - An "on" server takes TLS and plaintext clients.
+ * - TLS is for the tcp backend: the loop backend refuses it at listen and
+ *   at connect (EOPNOTSUPP, with a message).
  * - Capture: through a relay in the test that keeps a copy of every byte,
  *   a known 64-byte pattern written and read back over TLS appears
  *   nowhere in the copy; the same run in plaintext shows it (so that the
@@ -434,6 +436,42 @@ static const bool have_tls = true;
 static const bool have_tls = false;
 #endif
 
+/* The loop backend refuses a TLS mode, with a message naming tcp. */
+static void test_other_backend(void)
+{
+	struct sockaddr_storage dst;
+	struct ibtrs_addr p = { .src = NULL, .dst = &dst };
+	struct ibtrs_srv_opts so;
+	struct ibtrs_clt_opts co;
+
+	log_clear();
+	ibtrs_srv_opts_init(&so, sizeof(so));
+	so.port = 0;
+	so.backend = "loop";
+	so.rdma_ev = h_srv_rdma_ev;
+	so.link_ev = h_srv_link_ev;
+	so.tls = IBTRS_TLS_REQUIRE;
+	so.tls_psk_file = f_srv;
+	CHECK(!ibtrs_srv_open_opts(&so));
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(log_wait("loop: TLS is for the tcp backend"));
+
+	log_clear();
+	CHECK_EQ(ibtrs_addr_to_sockaddr("ip:127.0.0.1", 12, 1, &p), 0);
+	ibtrs_clt_opts_init(&co, sizeof(co));
+	co.sessname = "tls-loop";
+	co.paths = &p;
+	co.path_cnt = 1;
+	co.port = 1;
+	co.backend = "loop";
+	co.max_reconnect_attempts = 0;
+	co.tls = IBTRS_TLS_ON;
+	co.tls_psk_file = f_alice;
+	CHECK(!ibtrs_clt_open_opts(&co));
+	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(log_wait("loop: TLS is for the tcp backend"));
+}
+
 int main(void)
 {
 	if (!have_tls) {
@@ -446,6 +484,7 @@ int main(void)
 	make_keys();
 	test_session_and_refusals();
 	test_on_and_capture();
+	test_other_backend();
 	remove_keys();
 	printf("tls: ok\n");
 	return 0;
