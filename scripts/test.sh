@@ -119,6 +119,32 @@ if grep -q "^LIBFABRIC_FOUND:INTERNAL=1" build-test-release/CMakeCache.txt 2>/de
 else
 	echo "=== ofi backend: libfabric not found, not tested"
 fi
+# The functional tests again with TLS required on both sides (the
+# environment reaches every server and client of the tests), with a key
+# file made here, when the library was built with GnuTLS. The providers
+# test is left out: it runs the ofi backend, where TLS is refused (TLS is
+# for tcp; authentication applies there without it).
+if grep -q "^GNUTLS_FOUND:INTERNAL=1" build-test-release/CMakeCache.txt 2>/dev/null; then
+	tlsdir=$(mktemp -d "${TMPDIR:-/tmp}/ibtrs-tls-pass.XXXXXX")
+	if command -v psktool >/dev/null 2>&1; then
+		psktool -u ibtrs-test -p "$tlsdir/keys.psk" >/dev/null
+	else
+		echo "ibtrs-test:$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" \
+			>"$tlsdir/keys.psk"
+	fi
+	chmod 600 "$tlsdir/keys.psk"
+	echo "=== release, TLS required: tests (func, but providers)"
+	if (cd build-test-release && IBTRS_TLS=require IBTRS_TLS_PSK=$tlsdir/keys.psk \
+		ctest -j"$jobs" -L func -E '^func/providers$' --output-on-failure \
+		--timeout 300); then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+	rm -rf "$tlsdir"
+else
+	echo "=== TLS: the build has no GnuTLS (libgnutls28-dev), not tested"
+fi
 if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -270,6 +270,26 @@ static void st_print_amo(FILE *f, const struct jval *c)
 			jget_str(c, "last_session_loss", ""));
 }
 
+/*
+ * The session's TLS as its first connected path reports it (one session
+ * has one TLS setting), e.g. "tls1.3 aes-128-gcm user-space"; "" for
+ * none (plaintext, or no path connected). The session line says
+ * "tls1.3" only, to stay within 100 columns; --wide has a line per path.
+ */
+static const char *st_tls(const struct jval *c)
+{
+	const struct jval *paths = jget(c, "paths");
+	size_t i;
+
+	for (i = 0; paths && paths->type == JT_ARR && i < paths->n; i++) {
+		const char *tls = jget_str(&paths->items[i], "tls", "");
+
+		if (tls[0])
+			return strcmp(tls, "off") ? tls : "";
+	}
+	return "";
+}
+
 static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 			    const struct jval *c)
 {
@@ -303,9 +323,11 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 	snprintf(qd, sizeof(qd), "%llu",
 		 (unsigned long long)jget_u64(c, "queue_depth", 0));
 	st_human_bytes(mio, sizeof(mio), jget_u64(c, "max_io_size", 0));
-	fprintf(f, "  session %s  policy %s  qd %s  max io %s  backend %s\n",
+	fprintf(f,
+		"  session %s  policy %s  qd %s  max io %s  backend %s%s%s\n",
 		sess, jget_str(c, "policy", "?"), qd, mio,
-		jget_str(c, "backend", "?"));
+		jget_str(c, "backend", "?"), st_tls(c)[0] ? "  " : "",
+		st_tls(c)[0] ? "tls1.3" : "");
 	st_print_amo(f, c);
 	if (!paths || paths->type != JT_ARR || !paths->n) {
 		fprintf(f, "    no paths\n");
@@ -354,6 +376,16 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 				memcpy(r[map[col]], cell[col], ST_CELL);
 	}
 	st_table_print(f, &t, "    ");
+	/* --wide: what protects each path, where something does. */
+	for (i = 0; v->wide && i < paths->n; i++) {
+		const char *tls = jget_str(&paths->items[i], "tls", "");
+
+		if (tls[0] && strcmp(tls, "off"))
+			fprintf(f, "    path %llu: %s\n",
+				(unsigned long long)jget_u64(&paths->items[i],
+							     "idx", i),
+				tls);
+	}
 	st_print_events(f, v->wide, jget(c, "events"));
 }
 

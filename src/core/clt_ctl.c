@@ -124,18 +124,44 @@ static const struct ctl_cmd clt_ctl_cmds[] = {
 	{ .word = NULL },
 };
 
+struct path_sec {
+	struct ibtrs_clt *sess;
+	unsigned int idx;
+	char str[64];
+};
+
+/*
+ * Loop thread: what protects the bytes of a connected path (its first
+ * connection speaks for all: one session has one TLS setting), "" when
+ * it is not connected. Connections change only on the loop thread.
+ */
+static void path_sec_fn(void *arg)
+{
+	struct path_sec *a = arg;
+	struct clt_path *path = clt_path_get(a->sess, a->idx);
+
+	a->str[0] = '\0';
+	if (path && atomic_load(&path->state) == IBTRS_PATH_CONNECTED &&
+	    path->cons[0].xcon)
+		a->sess->ops->sec_str(path->cons[0].xcon, a->str,
+				      sizeof(a->str));
+}
+
 static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 			struct json *j)
 {
 	struct ibtrs_path_stats st = { .size = sizeof(st) };
+	struct path_sec sec = { .sess = sess, .idx = idx };
 
 	if (ibtrs_clt_path_stats(sess, idx, &st))
 		return;
+	ibtrs_loop_call(sess->loop, path_sec_fn, &sec);
 	json_obj_begin(j, NULL);
 	json_u64(j, "idx", idx);
 	json_str(j, "state", ibtrs_path_state_str(st.state));
 	json_str(j, "src", st.src);
 	json_str(j, "dst", st.dst);
+	json_str(j, "tls", sec.str);
 	json_u64(j, "inflight", st.inflight);
 	json_u64(j, "rd_ops", st.rd_ops);
 	json_u64(j, "rd_bytes", st.rd_bytes);

@@ -626,7 +626,11 @@ static int con_connect(struct clt_path *path, unsigned int cid)
 		.first_conn = cid == 0,
 		.caps = IBTRS_CAP_GEN_FROM_1 | IBTRS_CAP_AUTH,
 	};
+	struct ibtrs_xprt_tls tls = { .mode = sess->sec.tls,
+				      .keys = sess->sec.keys,
+				      .psk = sess->sec.psk };
 	struct ibtrs_xprt_con_attr attr = {
+		.tls = &tls,
 		.max_send_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS,
 		.max_recv_wr = IBTRS_MAX_QUEUE_DEPTH + CLT_EXTRA_RECVS + 2,
 		.max_send_sge = sess->max_segments + 1u,

@@ -1729,6 +1729,8 @@ static int srv_listen(struct ibtrs_srv_ctx *ctx, const struct ibtrs_srv_opts *o)
 				     .sin6_addr = IN6ADDR_ANY_INIT };
 	struct sockaddr_in any4 = { .sin_family = AF_INET,
 				    .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct ibtrs_xprt_tls tls = { .mode = ctx->sec.tls,
+				      .keys = ctx->sec.keys };
 	struct sockaddr_storage bound;
 	int ret;
 
@@ -1743,16 +1745,16 @@ static int srv_listen(struct ibtrs_srv_ctx *ctx, const struct ibtrs_srv_opts *o)
 		else if (a.ss_family == AF_INET6 &&
 			 !((struct sockaddr_in6 *)&a)->sin6_port)
 			((struct sockaddr_in6 *)&a)->sin6_port = htons(o->port);
-		ret = ctx->ops->listen(ctx->loop, (struct sockaddr *)&a,
+		ret = ctx->ops->listen(ctx->loop, (struct sockaddr *)&a, &tls,
 				       srv_connreq, ctx, &ctx->listener);
 	} else {
 		any6.sin6_port = htons(o->port);
 		ret = ctx->ops->listen(ctx->loop, (struct sockaddr *)&any6,
-				       srv_connreq, ctx, &ctx->listener);
+				       &tls, srv_connreq, ctx, &ctx->listener);
 		if (ret == -EAFNOSUPPORT) {
 			any4.sin_port = htons(o->port);
 			ret = ctx->ops->listen(ctx->loop,
-					       (struct sockaddr *)&any4,
+					       (struct sockaddr *)&any4, &tls,
 					       srv_connreq, ctx,
 					       &ctx->listener);
 		}

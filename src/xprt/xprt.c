@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,12 +84,14 @@ static int stub_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 }
 
 static int stub_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		       const struct ibtrs_xprt_tls *tls,
 		       void (*connreq)(void *arg,
 				       struct ibtrs_xprt_connreq *req,
 				       const struct ibtrs_connreq_info *info),
 		       void *arg, struct ibtrs_xprt_listener **listener)
 {
-	(void)loop, (void)addr, (void)connreq, (void)arg, (void)listener;
+	(void)loop, (void)addr, (void)tls, (void)connreq, (void)arg;
+	(void)listener;
 	return -EOPNOTSUPP;
 }
 
@@ -176,6 +179,13 @@ static void stub_addr_str(struct ibtrs_xprt_con *con, char *local, char *peer,
 	ibtrs_xprt_addr_str(con, stub_name, local, peer, len);
 }
 
+static void stub_sec_str(struct ibtrs_xprt_con *con, char *buf, size_t len)
+{
+	(void)con;
+	if (len)
+		snprintf(buf, len, "off");
+}
+
 #define FILL(slot, stub)                \
 	do {                            \
 		if (!o->slot)           \
@@ -206,6 +216,7 @@ static void fill_stubs(struct ibtrs_xprt_ops *o)
 	FILL(drain, stub_drain);
 	FILL(health, stub_health);
 	FILL(addr_str, stub_addr_str);
+	FILL(sec_str, stub_sec_str);
 }
 
 /* Every backend, the default first. */

@@ -38,12 +38,16 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "ibtrs.h"
+
 struct ibtrs_loop;
 struct ibtrs_xprt_con;
 struct ibtrs_xprt_pd;
 struct ibtrs_xprt_mr;
 struct ibtrs_xprt_listener;
 struct ibtrs_xprt_connreq;
+struct ibtrs_keyring;
+struct ibtrs_psk;
 
 #define IBTRS_XPRT_PRIV_LEN 64 /* connect/accept private data */
 
@@ -81,6 +85,30 @@ struct ibtrs_xprt_handler {
 };
 
 /**
+ * struct ibtrs_xprt_tls - TLS of a connection or a listener
+ * @mode: enum ibtrs_tls_mode: IBTRS_TLS_OFF, IBTRS_TLS_ON or
+ *        IBTRS_TLS_REQUIRE (a client with ON or REQUIRE speaks TLS only)
+ * @keys: the pre-shared keys (a server looks the client's identity up)
+ * @psk: client: the key it uses, of @keys
+ *
+ * Only a backend that encrypts (tcp) takes a mode other than OFF; the
+ * others refuse it with -EOPNOTSUPP. The pointers need to live only as
+ * long as the connect or listen call: a backend copies what it keeps.
+ */
+struct ibtrs_xprt_tls {
+	int mode;
+	const struct ibtrs_keyring *keys;
+	const struct ibtrs_psk *psk;
+};
+
+/* True when @tls (may be NULL) asks for TLS. */
+static inline bool ibtrs_xprt_tls_on(const struct ibtrs_xprt_tls *tls)
+{
+	return tls && tls->mode != IBTRS_TLS_OFF &&
+	       tls->mode != IBTRS_TLS_DEFAULT;
+}
+
+/**
  * struct ibtrs_xprt_con_attr - connection resources, as for a verbs QP
  * @max_send_wr: work requests that may be queued at once
  * @max_recv_wr: receives that may be posted at once
@@ -88,12 +116,14 @@ struct ibtrs_xprt_handler {
  * @timeout_ms: a backend that can detect a dead peer by itself (TCP user
  *              timeout, keepalive) declares the connection failed after
  *              about this long; 0 leaves its defaults
+ * @tls: connect only: TLS to speak, NULL for none
  */
 struct ibtrs_xprt_con_attr {
 	unsigned int max_send_wr;
 	unsigned int max_recv_wr;
 	unsigned int max_send_sge;
 	unsigned int timeout_ms;
+	const struct ibtrs_xprt_tls *tls;
 };
 
 /**
@@ -197,11 +227,12 @@ struct ibtrs_xprt_ops {
 		       void *rsp, unsigned int timeout_ms,
 		       struct ibtrs_xprt_con **con);
 	/*
-	 * Listen on @addr. @connreq runs on the loop thread for each
-	 * connection request; the callee answers it with accept or reject,
-	 * now or later on the loop thread.
+	 * Listen on @addr with @tls (NULL: none). @connreq runs on the loop
+	 * thread for each connection request; the callee answers it with
+	 * accept or reject, now or later on the loop thread.
 	 */
 	int (*listen)(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		      const struct ibtrs_xprt_tls *tls,
 		      void (*connreq)(void *arg, struct ibtrs_xprt_connreq *req,
 				      const struct ibtrs_connreq_info *info),
 		      void *arg, struct ibtrs_xprt_listener **listener);
@@ -262,6 +293,12 @@ struct ibtrs_xprt_ops {
 	/* Local and peer address of the connection as text. */
 	void (*addr_str)(struct ibtrs_xprt_con *con, char *local, char *peer,
 			 size_t len);
+	/*
+	 * What protects the bytes of @con, as text into @buf of @len bytes:
+	 * "off", or e.g. "tls1.3 aes-128-gcm user-space" (or "kernel" where
+	 * kTLS does the record layer). Any thread, after connect or accept.
+	 */
+	void (*sec_str)(struct ibtrs_xprt_con *con, char *buf, size_t len);
 };
 
 /*

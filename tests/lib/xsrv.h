@@ -185,8 +185,8 @@ static inline int xsrv_listen(struct xsrv *x, struct sockaddr_storage *bound)
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int ret;
 
-	ret = x->ops->listen(x->loop, (struct sockaddr *)&sin, xsrv_connreq, x,
-			     &x->listener);
+	ret = x->ops->listen(x->loop, (struct sockaddr *)&sin, NULL,
+			     xsrv_connreq, x, &x->listener);
 	if (ret) {
 		fprintf(stderr, "cannot listen on 127.0.0.1: %s: skip\n",
 			strerror(-ret));

@@ -374,8 +374,8 @@ int main(void)
 	CHECK_EQ(st1.mr_direct - st0.mr_direct, 1);
 
 	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
-	CHECK_EQ(ops->listen(srv.loop, (struct sockaddr *)&sin, srv_connreq,
-			     NULL, &srv.listener),
+	CHECK_EQ(ops->listen(srv.loop, (struct sockaddr *)&sin, NULL,
+			     srv_connreq, NULL, &srv.listener),
 		 0);
 	CHECK_EQ(ops->listener_addr(srv.listener, &bound), 0);
 	CHECK(((struct sockaddr_in *)&bound)->sin_port != 0);

@@ -902,6 +902,11 @@ static int loop_connect(struct ibtrs_xprt_pd *pd, const struct sockaddr *src,
 
 	if (!ep_attr_ok(attr))
 		return -EINVAL;
+	if (ibtrs_xprt_tls_on(attr->tls)) {
+		ibtrs_log(IBTRS_LOG_ERR, "loop: TLS is for the tcp backend; "
+					 "authentication still applies");
+		return -EOPNOTSUPP;
+	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -1017,6 +1022,7 @@ free_link:
 }
 
 static int loop_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		       const struct ibtrs_xprt_tls *tls,
 		       void (*connreq)(void *arg,
 				       struct ibtrs_xprt_connreq *req,
 				       const struct ibtrs_connreq_info *info),
@@ -1025,6 +1031,11 @@ static int loop_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	struct loop_listener *lst, *o;
 	unsigned int tries;
 
+	if (ibtrs_xprt_tls_on(tls)) {
+		ibtrs_log(IBTRS_LOG_ERR, "loop: TLS is for the tcp backend; "
+					 "authentication still applies");
+		return -EOPNOTSUPP;
+	}
 	lst = calloc(1, sizeof(*lst));
 	if (!lst)
 		return -ENOMEM;

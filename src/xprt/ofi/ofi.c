@@ -1344,6 +1344,11 @@ static int ofi_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 	int ret, fd = -1;
 
 	memset(rsp, 0, IBTRS_XPRT_PRIV_LEN);
+	if (ibtrs_xprt_tls_on(attr->tls)) {
+		ibtrs_log(IBTRS_LOG_ERR, "ofi: TLS is for the tcp backend; "
+					 "authentication still applies");
+		return -EOPNOTSUPP;
+	}
 	ret = ofi_getinfo(ofi_prov(pd->info), src, dst, 0, &info);
 	if (ret)
 		return ret;
@@ -2371,6 +2376,7 @@ static int ofi_listen_errno(const struct sockaddr *addr, int ret)
 }
 
 static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		      const struct ibtrs_xprt_tls *tls,
 		      void (*connreq)(void *arg, struct ibtrs_xprt_connreq *req,
 				      const struct ibtrs_connreq_info *info),
 		      void *arg, struct ibtrs_xprt_listener **lp)
@@ -2379,6 +2385,11 @@ static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	struct ofi_listener *l;
 	int ret;
 
+	if (ibtrs_xprt_tls_on(tls)) {
+		ibtrs_log(IBTRS_LOG_ERR, "ofi: TLS is for the tcp backend; "
+					 "authentication still applies");
+		return -EOPNOTSUPP;
+	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;

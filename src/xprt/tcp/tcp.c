@@ -21,6 +21,11 @@
  * that the receiver reads the large payloads among them straight into
  * their destinations, several per system call.
  *
+ * With TLS (tls.c), the gathered batch is encrypted into full records
+ * that leave in one send, and reads decrypt into the same destinations
+ * as plaintext reads would; what the record layer holds in user space is
+ * read on before the loop waits on the socket again.
+ *
  * The verbs rules are enforced: keys issued here and checked on every
  * access, bounds checked against the region, one posted receive consumed
  * per immediate, a SEND larger than its receive or without one is fatal.
@@ -34,6 +39,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -46,6 +52,7 @@
 #include "loop.h"
 #include "swmr.h"
 #include "tcp_proto.h"
+#include "tls.h"
 #include "xprt.h"
 
 #define TCP_MAX_SGE SWMR_MAX_SGE /* iovecs of one region or work request */
@@ -82,8 +89,11 @@
 #define TCP_FLUSH_IOVS 1024
 #define TCP_MAX_PENDING 128	  /* accepted sockets waiting for their hello */
 #define TCP_HELLO_TIMEOUT_MS 5000 /* a peer silent this long is dropped */
-#define TCP_SLAB_WRS 64		  /* work requests allocated at a time */
-#define TCP_MAX_SLABS 128	  /* so at most 8192 per connection */
+/* accept() out of descriptors or memory: pause this long, doubling */
+#define TCP_ACCEPT_PAUSE_MS 100
+#define TCP_ACCEPT_PAUSE_MAX_MS 1000
+#define TCP_SLAB_WRS 64	  /* work requests allocated at a time */
+#define TCP_MAX_SLABS 128 /* so at most 8192 per connection */
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr)-offsetof(type, member)))
@@ -108,6 +118,8 @@ enum rx_state {
 struct tcp_con {
 	struct ibtrs_xprt_con base;
 	int fd;
+	struct tcp_tls *tls;	   /* NULL: plaintext */
+	struct ibtrs_work rx_work; /* TLS: read on what is held in memory */
 	struct ibtrs_xprt_pd *pd;
 	struct ibtrs_loop *loop;
 	struct ibtrs_loop_src src;
@@ -166,7 +178,18 @@ struct tcp_listener {
 	void *arg;
 	struct tcp_pending *pending; /* loop thread only */
 	unsigned int nr_pending;
-	struct ibtrs_loop_src timer; /* expires silent peers */
+	struct ibtrs_loop_src timer;  /* expires silent peers */
+	int tls_mode;		      /* enum ibtrs_tls_mode */
+	struct tcp_tls_srv *tls_srv;  /* NULL without TLS */
+	struct ibtrs_loop_src resume; /* one-shot: accept again */
+	unsigned int pause_ms;	      /* last pause of accept, 0: none */
+	bool paused;
+};
+
+enum pending_stage {
+	PEND_FIRST, /* nothing read: TLS or plaintext? */
+	PEND_TLS,   /* TLS handshake */
+	PEND_HELLO, /* the hello, in plaintext or in TLS */
 };
 
 /* An accepted socket waiting for its hello, then a connection request. */
@@ -176,6 +199,8 @@ struct tcp_pending {
 	struct ibtrs_loop_src src;
 	struct tcp_hello hello;
 	size_t got;
+	enum pending_stage stage;
+	struct tcp_tls *tls;
 	bool evicted;
 	uint64_t accepted_ns;
 	struct ibtrs_connreq_info info;
@@ -295,8 +320,11 @@ static void tcp_destroy(struct ibtrs_xprt_con *xcon)
 	c = to_tcp_con(xcon);
 	/* Destroyed on the loop thread once started: the flush work is
 	 * queued or done, not running. */
-	if (c->loop)
+	if (c->loop) {
 		ibtrs_loop_cancel(c->loop, &c->flush_work);
+		ibtrs_loop_cancel(c->loop, &c->rx_work);
+	}
+	tcp_tls_free(c->tls);
 	if (c->fd >= 0)
 		close(c->fd);
 	pthread_mutex_destroy(&c->sq_lock);
@@ -356,6 +384,8 @@ static int tcp_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 	uint64_t deadline = ibtrs_now_ns() + (uint64_t)timeout_ms * 1000000;
 	struct tcp_hello hello = { .magic = TCP_HELLO_MAGIC };
 	socklen_t alen = ibtrs_sockaddr_len(dst);
+	char peer[IBTRS_SOCKADDR_STR_LEN];
+	struct tcp_tls *tls = NULL;
 	struct tcp_con *c;
 	int fd, ret, err;
 	socklen_t elen = sizeof(err);
@@ -393,15 +423,35 @@ static int tcp_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 		goto close_fd;
 	}
 	tcp_sockopts(fd);
+	if (ibtrs_sockaddr_to_str(dst, peer, sizeof(peer)))
+		snprintf(peer, sizeof(peer), "?");
+	/* TLS only, never a fallback to plaintext. */
+	if (ibtrs_xprt_tls_on(attr->tls)) {
+		ret = tcp_tls_client(fd, attr->tls, deadline, peer, &tls);
+		if (ret)
+			goto close_fd;
+	}
 	memcpy(hello.priv, priv, sizeof(hello.priv));
-	ret = tcp_io_deadline(fd, &hello, sizeof(hello), true, deadline);
+	ret = tls ? tcp_tls_io_deadline(tls, &hello, sizeof(hello), true,
+					deadline)
+		  : tcp_io_deadline(fd, &hello, sizeof(hello), true, deadline);
 	if (ret)
 		goto close_fd;
-	ret = tcp_io_deadline(fd, &hello, sizeof(hello), false, deadline);
+	ret = tls ? tcp_tls_io_deadline(tls, &hello, sizeof(hello), false,
+					deadline)
+		  : tcp_io_deadline(fd, &hello, sizeof(hello), false, deadline);
 	if (ret)
 		goto close_fd;
 	if (memcmp(hello.magic, TCP_HELLO_MAGIC, 4)) {
 		ret = -EPROTO;
+		goto close_fd;
+	}
+	if (le32toh(hello.status) == TCP_HELLO_TLS_REQUIRED) {
+		ibtrs_log(
+			IBTRS_LOG_ERR,
+			"tcp: server %s requires TLS (this client has TLS off)",
+			peer);
+		ret = -EPROTONOSUPPORT;
 		goto close_fd;
 	}
 	memcpy(rsp, hello.priv, sizeof(hello.priv));
@@ -414,10 +464,12 @@ static int tcp_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 		ret = -ENOMEM;
 		goto close_fd;
 	}
+	c->tls = tls;
 	*conp = &c->base;
 	return 0;
 
 close_fd:
+	tcp_tls_free(tls);
 	close(fd);
 	return ret;
 }
@@ -500,6 +552,23 @@ static void tcp_describe(struct tcp_con *c)
 	c->sq_head = h;
 }
 
+/* One gather: sendmsg(), or encrypted into records with TLS. */
+static ssize_t tcp_sendv(struct tcp_con *c, struct iovec *iov,
+			 unsigned int niov)
+{
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = niov };
+
+	if (c->tls)
+		return tcp_tls_writev(c->tls, iov, niov);
+	return sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* TLS records encrypted but still waiting for the socket. */
+static bool tcp_tx_pending(struct tcp_con *c)
+{
+	return c->tls && tcp_tls_tx_pending(c->tls);
+}
+
 /*
  * Send everything queued, many frames per sendmsg. Runs on whichever
  * thread finds nobody else flushing; returns with the queue empty, or
@@ -519,8 +588,7 @@ static void tcp_flush(struct tcp_con *c)
 	c->flushing = true;
 	c->sq_frames = 0;
 	c->sq_bytes = 0;
-	while (c->sq_head && !c->dead) {
-		struct msghdr msg = { .msg_iov = iov };
+	while ((c->sq_head || tcp_tx_pending(c)) && !c->dead) {
 		size_t skip = c->head_off, sent;
 		unsigned int niov = 0, nwr = 0, nwc = 0, i;
 		struct tcp_wr *wr;
@@ -530,11 +598,11 @@ static void tcp_flush(struct tcp_con *c)
 		 * the rest of a partly sent first one, then whole ones; the
 		 * headers of two or more first, if none are described yet. */
 		wr = c->sq_head;
-		if (!skip && !wr->first && wr->hdr.op != TCP_OP_HDRS &&
+		if (wr && !skip && !wr->first && wr->hdr.op != TCP_OP_HDRS &&
 		    wr->next)
 			tcp_describe(c);
 		wr = c->sq_head;
-		if (skip) {
+		if (wr && skip) {
 			for (i = wr->first; i < wr->cnt; i++) {
 				if (skip >= wr->iov[i].iov_len) {
 					skip -= wr->iov[i].iov_len;
@@ -561,8 +629,8 @@ static void tcp_flush(struct tcp_con *c)
 		}
 		pthread_mutex_unlock(&c->sq_lock);
 
-		msg.msg_iovlen = niov;
-		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		/* With nothing queued, TLS only pushes out its records. */
+		n = tcp_sendv(c, iov, niov);
 
 		pthread_mutex_lock(&c->sq_lock);
 		if (n < 0) {
@@ -1059,7 +1127,7 @@ static ssize_t tcp_rx_read(struct tcp_con *c)
 	if ((c->rx_large || n) && iov[n].iov_len > TCP_LARGE_STAGE)
 		iov[n].iov_len = TCP_LARGE_STAGE;
 	n++;
-	r = readv(c->fd, iov, (int)n);
+	r = c->tls ? tcp_tls_readv(c->tls, iov, n) : readv(c->fd, iov, (int)n);
 	if (r <= 0)
 		return r;
 	left = (size_t)r;
@@ -1134,8 +1202,21 @@ static void tcp_con_event(struct ibtrs_loop_src *src, uint32_t events)
 		tcp_fail(c, ret);
 		return;
 	}
+	if (c->failed)
+		return;
+	tcp_flush(c);
+	/* Records read but not yet decrypted and delivered: the socket will
+	 * not wake the loop for them. */
+	if (c->tls && tcp_tls_rx_pending(c->tls))
+		ibtrs_loop_queue(c->loop, &c->rx_work);
+}
+
+static void tcp_rx_work(struct ibtrs_work *w)
+{
+	struct tcp_con *c = container_of(w, struct tcp_con, rx_work);
+
 	if (!c->failed)
-		tcp_flush(c);
+		tcp_con_event(&c->src, EPOLLIN);
 }
 
 /* The receive side now, as an EPOLLIN would run it. */
@@ -1189,8 +1270,11 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	if (ret)
 		return ret;
 	if (c->has_answer) {
-		ssize_t n = send(c->fd, &c->answer, sizeof(c->answer),
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct iovec v = { .iov_base = &c->answer,
+				   .iov_len = sizeof(c->answer) };
+		/* With TLS, records that cannot leave yet leave first at
+		 * the next flush. */
+		ssize_t n = tcp_sendv(c, &v, 1);
 
 		if (n != (ssize_t)sizeof(c->answer))
 			return n < 0 ? -errno : -EIO;
@@ -1199,6 +1283,7 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	c->src.fd = c->fd;
 	c->src.cb = tcp_con_event;
 	c->flush_work.fn = tcp_flush_work;
+	c->rx_work.fn = tcp_rx_work;
 	/* Started before the loop can see it, so that a failure reported
 	 * by the loop thread at once also removes it from the loop. */
 	pthread_mutex_lock(&c->sq_lock);
@@ -1216,6 +1301,9 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 		ibtrs_loop_mod(loop, &c->src, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 	pthread_mutex_unlock(&c->sq_lock);
 	tcp_flush(c);
+	/* The peer's first frames may have come with the handshake. */
+	if (c->tls && tcp_tls_rx_pending(c->tls))
+		ibtrs_loop_queue(loop, &c->rx_work);
 	return 0;
 }
 
@@ -1231,21 +1319,133 @@ static void pending_free(struct tcp_pending *p, bool close_fd)
 		p->next->pprev = p->pprev;
 	l->nr_pending--;
 	ibtrs_loop_del(l->loop, &p->src);
+	tcp_tls_free(p->tls);
 	if (close_fd)
 		close(p->src.fd);
 	free(p);
+}
+
+static const char *pending_peer(struct tcp_pending *p, char *buf, size_t len)
+{
+	if (ibtrs_sockaddr_to_str((struct sockaddr *)&p->info.peer, buf, len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/*
+ * Refuse in plaintext with @status, which the client reads as the cause,
+ * after reading what it sent: closing on unread bytes would reset the
+ * connection and lose the answer.
+ */
+static void pending_refuse(struct tcp_pending *p, uint32_t status)
+{
+	struct tcp_hello h = { .magic = TCP_HELLO_MAGIC,
+			       .status = htole32(status) };
+	char scratch[4096];
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		if (recv(p->src.fd, scratch, sizeof(scratch), MSG_DONTWAIT) <=
+		    0)
+			break;
+	if (send(p->src.fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		ibtrs_log(IBTRS_LOG_DEBUG, "tcp: refusal: %s", strerror(errno));
+	shutdown(p->src.fd, SHUT_WR);
+	pending_free(p, true);
+}
+
+/*
+ * The first byte tells a TLS ClientHello from a plaintext hello. Return:
+ * 0 to go on, nonzero to wait for the byte or when @p is freed.
+ */
+static int pending_first(struct tcp_pending *p)
+{
+	struct tcp_listener *l = p->listener;
+	char peer[IBTRS_SOCKADDR_STR_LEN];
+	unsigned char b;
+	ssize_t n;
+
+	n = recv(p->src.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return -EAGAIN;
+	if (n <= 0) {
+		pending_free(p, true);
+		return 1;
+	}
+	if (b != TCP_TLS_HANDSHAKE_BYTE) {
+		p->stage = PEND_HELLO;
+		return 0;
+	}
+	if (!l->tls_srv) {
+		ibtrs_log_rl(
+			IBTRS_LOG_ERR,
+			"tcp: TLS client %s refused: TLS is off on this server",
+			pending_peer(p, peer, sizeof(peer)));
+		pending_refuse(p, TCP_HELLO_NO_TLS);
+		return 1;
+	}
+	if (tcp_tls_server(l->tls_srv, p->src.fd,
+			   pending_peer(p, peer, sizeof(peer)), &p->tls)) {
+		pending_free(p, true);
+		return 1;
+	}
+	p->stage = PEND_TLS;
+	return 0;
 }
 
 static void pending_event(struct ibtrs_loop_src *src, uint32_t events)
 {
 	struct tcp_pending *p = container_of(src, struct tcp_pending, src);
 	struct tcp_listener *l = p->listener;
+	char peer[IBTRS_SOCKADDR_STR_LEN];
+	bool want_out = false;
 	socklen_t alen;
 	ssize_t n;
+	int r;
 
 	(void)events;
-	n = recv(src->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got,
-		 MSG_DONTWAIT);
+	if (p->evicted) {
+		pending_free(p, true);
+		return;
+	}
+	if (p->stage == PEND_FIRST) {
+		r = pending_first(p);
+		if (r)
+			return;
+	}
+	if (p->stage == PEND_TLS) {
+		r = tcp_tls_handshake_step(p->tls, &want_out);
+		if (r && r != -EAGAIN) {
+			pending_free(p, true);
+			return;
+		}
+		ibtrs_loop_mod(l->loop, &p->src,
+			       EPOLLIN | EPOLLRDHUP |
+				       (want_out ? EPOLLOUT : 0));
+		if (r)
+			return;
+		p->stage = PEND_HELLO;
+	}
+	if (p->tls) {
+		struct iovec v = { .iov_base = (char *)&p->hello + p->got,
+				   .iov_len = sizeof(p->hello) - p->got };
+
+		/* The handshake's last flight leaves first. */
+		if (tcp_tls_tx_pending(p->tls)) {
+			if (tcp_tls_writev(p->tls, NULL, 0) < 0 &&
+			    errno != EAGAIN) {
+				pending_free(p, true);
+				return;
+			}
+			if (!tcp_tls_tx_pending(p->tls))
+				ibtrs_loop_mod(l->loop, &p->src,
+					       EPOLLIN | EPOLLRDHUP);
+		}
+		n = tcp_tls_readv(p->tls, &v, 1);
+	} else {
+		n = recv(src->fd, (char *)&p->hello + p->got,
+			 sizeof(p->hello) - p->got, MSG_DONTWAIT);
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -1259,6 +1459,14 @@ static void pending_event(struct ibtrs_loop_src *src, uint32_t events)
 		ibtrs_log_rl(IBTRS_LOG_WARN,
 			     "tcp: connection without a valid hello dropped");
 		pending_free(p, true);
+		return;
+	}
+	if (!p->tls && l->tls_mode == IBTRS_TLS_REQUIRE) {
+		ibtrs_log_rl(
+			IBTRS_LOG_ERR,
+			"tcp: plaintext client %s refused: this server requires TLS",
+			pending_peer(p, peer, sizeof(peer)));
+		pending_refuse(p, TCP_HELLO_TLS_REQUIRED);
 		return;
 	}
 	memcpy(p->info.priv, p->hello.priv, sizeof(p->info.priv));
@@ -1302,6 +1510,41 @@ static void listener_timer(struct ibtrs_loop_src *src, uint32_t events)
 			pending_evict(p);
 }
 
+/*
+ * accept() failed for want of descriptors or memory: the connection stays
+ * in the backlog and the socket readable, so the loop would spin on it.
+ * Stop watching the socket for a while instead, doubling the pause while
+ * it goes on; the connections there are keep being served meanwhile.
+ */
+static void listener_pause(struct tcp_listener *l, int err)
+{
+	struct itimerspec once = { 0 };
+
+	l->pause_ms = l->pause_ms ? l->pause_ms * 2 : TCP_ACCEPT_PAUSE_MS;
+	if (l->pause_ms > TCP_ACCEPT_PAUSE_MAX_MS)
+		l->pause_ms = TCP_ACCEPT_PAUSE_MAX_MS;
+	ibtrs_log_rl(IBTRS_LOG_WARN, "tcp: accept: %s; not accepting for %u ms",
+		     strerror(err), l->pause_ms);
+	once.it_value.tv_sec = l->pause_ms / 1000;
+	once.it_value.tv_nsec = (long)(l->pause_ms % 1000) * 1000000;
+	if (timerfd_settime(l->resume.fd, 0, &once, NULL))
+		return; /* keep polling rather than never accept again */
+	ibtrs_loop_del(l->loop, &l->src);
+	l->paused = true;
+}
+
+static void listener_resume(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct tcp_listener *l = container_of(src, struct tcp_listener, resume);
+	uint64_t v;
+
+	(void)events;
+	if (read(src->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	if (l->paused && !ibtrs_loop_add(l->loop, &l->src, EPOLLIN))
+		l->paused = false;
+}
+
 static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 {
 	struct tcp_listener *l = container_of(src, struct tcp_listener, src);
@@ -1317,11 +1560,17 @@ static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 		fd = accept4(l->fd, (struct sockaddr *)&ss, &alen,
 			     SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
+			int err = errno;
+
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+			    err == ENOMEM)
+				listener_pause(l, err);
+			else if (err != EAGAIN && err != EINTR)
 				ibtrs_log_rl(IBTRS_LOG_WARN, "tcp: accept: %s",
-					     strerror(errno));
+					     strerror(err));
 			return;
 		}
+		l->pause_ms = 0;
 		/* Too many silent peers: the oldest one goes. */
 		if (l->nr_pending >= TCP_MAX_PENDING) {
 			struct tcp_pending *old = l->pending;
@@ -1353,6 +1602,7 @@ static void listener_event(struct ibtrs_loop_src *src, uint32_t events)
 }
 
 static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
+		      const struct ibtrs_xprt_tls *tls,
 		      void (*connreq)(void *arg, struct ibtrs_xprt_connreq *req,
 				      const struct ibtrs_connreq_info *info),
 		      void *arg, struct ibtrs_xprt_listener **lp)
@@ -1368,6 +1618,13 @@ static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
+	l->tls_mode = tls ? tls->mode : IBTRS_TLS_OFF;
+	if (ibtrs_xprt_tls_on(tls)) {
+		ret = tcp_tls_srv_new(tls, &l->tls_srv);
+		if (ret)
+			goto free_l;
+	}
+	l->resume.fd = -1;
 	l->fd = socket(addr->sa_family,
 		       SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (l->fd < 0) {
@@ -1398,9 +1655,20 @@ static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 		ret = -errno;
 		goto close_timer;
 	}
-	ret = ibtrs_loop_add(loop, &l->timer, EPOLLIN);
+	/* Made now: it is needed when descriptors have run out. */
+	l->resume.fd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->resume.fd < 0) {
+		ret = -errno;
+		goto close_timer;
+	}
+	l->resume.cb = listener_resume;
+	ret = ibtrs_loop_add(loop, &l->resume, EPOLLIN);
 	if (ret)
 		goto close_timer;
+	ret = ibtrs_loop_add(loop, &l->timer, EPOLLIN);
+	if (ret)
+		goto del_resume;
 	ret = ibtrs_loop_add(loop, &l->src, EPOLLIN);
 	if (ret)
 		goto del_timer;
@@ -1409,11 +1677,16 @@ static int tcp_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 
 del_timer:
 	ibtrs_loop_del(loop, &l->timer);
+del_resume:
+	ibtrs_loop_del(loop, &l->resume);
 close_timer:
+	if (l->resume.fd >= 0)
+		close(l->resume.fd);
 	close(l->timer.fd);
 close_fd:
 	close(l->fd);
 free_l:
+	tcp_tls_srv_free(l->tls_srv);
 	free(l);
 	return ret;
 }
@@ -1436,10 +1709,14 @@ static void tcp_listener_close(struct ibtrs_xprt_listener *xl)
 		return;
 	ibtrs_loop_del(l->loop, &l->src);
 	ibtrs_loop_del(l->loop, &l->timer);
+	ibtrs_loop_del(l->loop, &l->resume);
 	while (l->pending)
 		pending_free(l->pending, true);
+	close(l->resume.fd);
 	close(l->timer.fd);
 	close(l->fd);
+	/* Accepted connections hold their own reference. */
+	tcp_tls_srv_free(l->tls_srv);
 	free(l);
 }
 
@@ -1452,10 +1729,12 @@ static int tcp_accept(struct ibtrs_xprt_connreq *req, struct ibtrs_xprt_pd *pd,
 
 	c = tcp_con_alloc(p->src.fd, pd, attr);
 	if (!c) {
+		tcp_tls_free(p->tls);
 		close(p->src.fd);
 		free(p);
 		return -ENOMEM;
 	}
+	c->tls = p->tls;
 	memcpy(c->answer.magic, TCP_HELLO_MAGIC, 4);
 	c->answer.status = htole32(TCP_HELLO_ACCEPT);
 	memcpy(c->answer.priv, priv, sizeof(c->answer.priv));
@@ -1472,8 +1751,17 @@ static void tcp_reject(struct ibtrs_xprt_connreq *req, const void *priv)
 			       .status = htole32(TCP_HELLO_REJECT) };
 
 	memcpy(h.priv, priv, sizeof(h.priv));
-	if (send(p->src.fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+	if (p->tls) {
+		struct iovec v = { .iov_base = &h, .iov_len = sizeof(h) };
+
+		if (tcp_tls_writev(p->tls, &v, 1) < 0)
+			ibtrs_log(IBTRS_LOG_DEBUG, "tcp: reject: %s",
+				  strerror(errno));
+		tcp_tls_free(p->tls);
+	} else if (send(p->src.fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) <
+		   0) {
 		ibtrs_log(IBTRS_LOG_DEBUG, "tcp: reject: %s", strerror(errno));
+	}
 	close(p->src.fd);
 	free(p);
 }
@@ -1501,6 +1789,18 @@ static void tcp_addr_str(struct ibtrs_xprt_con *xcon, char *local, char *peer,
 	ibtrs_xprt_addr_str(xcon, tcp_name, local, peer, len);
 }
 
+static void tcp_sec_str(struct ibtrs_xprt_con *xcon, char *buf, size_t len)
+{
+	struct tcp_con *c = to_tcp_con(xcon);
+
+	if (!len)
+		return;
+	if (c->tls)
+		tcp_tls_str(c->tls, buf, len);
+	else
+		snprintf(buf, len, "off");
+}
+
 const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
 	.name = "tcp",
 	.pd_alloc = swmr_pd_alloc,
@@ -1525,4 +1825,5 @@ const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
 	.drain = tcp_drain,
 	.health = tcp_health,
 	.addr_str = tcp_addr_str,
+	.sec_str = tcp_sec_str,
 };

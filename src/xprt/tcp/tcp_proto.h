@@ -3,8 +3,11 @@
  * tcp_proto.h - framing of the tcp backend on the stream.
  *
  * A connection opens with a hello in each direction that carries the
- * 64-byte private data of connect and accept. After it, every operation is
- * one frame: a 24-byte header, then @len payload bytes.
+ * 64-byte private data of connect and accept. With TLS, a TLS 1.3
+ * handshake with a pre-shared key comes first, and the hello and every
+ * frame after it travel inside TLS records; a server tells the two
+ * apart by the first byte (0x16 opens a TLS handshake, 'I' a hello). After it,
+ * every operation is one frame: a 24-byte header, then @len payload bytes.
  *
  * A sender that has several frames to send at once may put their headers
  * first: a TCP_OP_HDRS frame whose payload is the headers of the next N
@@ -26,11 +29,17 @@
 #define TCP_HELLO_MAGIC "IBTR"
 #define TCP_HELLO_ACCEPT 0
 #define TCP_HELLO_REJECT 1
+/* A server requiring TLS to a plaintext client, in plaintext. */
+#define TCP_HELLO_TLS_REQUIRED 2
+/* A server without TLS to a TLS client, in plaintext. */
+#define TCP_HELLO_NO_TLS 3
 
 /**
  * struct tcp_hello - first bytes in each direction (72 bytes)
  * @magic: "IBTR"
- * @status: client: 0; server: TCP_HELLO_ACCEPT or TCP_HELLO_REJECT
+ * @status: client: 0; server: TCP_HELLO_ACCEPT, TCP_HELLO_REJECT,
+ *          TCP_HELLO_TLS_REQUIRED or TCP_HELLO_NO_TLS (both with @priv
+ *          zero, then the server closes)
  * @priv: private data (conn_req from the client, conn_rsp from the server)
  */
 struct tcp_hello {
