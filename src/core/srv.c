@@ -116,7 +116,8 @@ struct srv_hs {
 	bool refused;		      /* AUTH_RSP with an error sent */
 	struct ibtrs_work close_work; /* closes it once that left */
 	char peer[IBTRS_SOCKADDR_STR_LEN];
-	struct ibtrs_msg_auth_req req; /* the receive buffer */
+	char tls_identity[IBTRS_IDENTITY_MAX + 1]; /* "" without TLS */
+	struct ibtrs_msg_auth_req req;		   /* the receive buffer */
 };
 
 struct ibtrs_srv_op {
@@ -1259,6 +1260,14 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 				     ar.identity);
 			return;
 		}
+		/* TLS proved a key too: it must be the same identity's. */
+		if (hs->tls_identity[0] &&
+		    strcmp(hs->tls_identity, psk->identity)) {
+			hs_auth_fail(con, -EACCES,
+				     "identity %s, but TLS proved identity %s",
+				     psk->identity, hs->tls_identity);
+			return;
+		}
 		snprintf(identity, sizeof(identity), "%s", psk->identity);
 	} else {
 		snprintf(identity, sizeof(identity), "%s", hs->addr->name);
@@ -1548,6 +1557,8 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	hs->deadline_ns = ibtrs_now_ns() + ctx->hs_timeout_ns;
 	hs->close_work.fn = hs_close_work;
 	snprintf(hs->peer, sizeof(hs->peer), "%s", peer);
+	snprintf(hs->tls_identity, sizeof(hs->tls_identity), "%s",
+		 info->tls_identity);
 	addr->handshakes++;
 	ctx->nr_handshakes++;
 	hs->next = ctx->handshakes;

@@ -164,11 +164,15 @@ struct ibtrs_xprt_mr {
  * @priv: the client's private data
  * @peer: the client's address
  * @local: the address the client connected to
+ * @tls_identity: the PSK identity the client proved in a TLS handshake
+ *                under the connection, "" without TLS; the core holds the
+ *                authentication's identity to it
  */
 struct ibtrs_connreq_info {
 	uint8_t priv[IBTRS_XPRT_PRIV_LEN];
 	struct sockaddr_storage peer;
 	struct sockaddr_storage local;
+	char tls_identity[129];
 };
 
 /**

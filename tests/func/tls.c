@@ -9,7 +9,8 @@
  *   keeps working: a wrong key and an unknown identity (EACCES), a
  *   plaintext client to a "require" server ("requires TLS"), a TLS client
  *   to an "off" server ("does not speak TLS", both EPROTONOSUPPORT).
- * - An "on" server takes TLS and plaintext clients.
+ * - An "on" server takes TLS and plaintext clients. The server has keys,
+ *   so its plaintext clients hold a key too (authentication needs one).
  * - TLS is for the tcp backend: the loop backend refuses it at listen and
  *   at connect (EOPNOTSUPP, with a message).
  * - Capture: through a relay in the test that keeps a copy of every byte,
@@ -247,7 +248,7 @@ static void test_session_and_refusals(void)
 	h_srv_stop(&srv);
 
 	srv_start(&srv, IBTRS_TLS_OFF);
-	good = clt_open("plain-good", srv.port, IBTRS_TLS_OFF, NULL);
+	good = clt_open("plain-good", srv.port, IBTRS_TLS_OFF, f_alice);
 	CHECK(good);
 	check_refused(srv.port, IBTRS_TLS_REQUIRE, f_alice, EPROTONOSUPPORT,
 		      "does not speak TLS", "TLS is off on this server");
@@ -418,7 +419,7 @@ static void test_on_and_capture(void)
 
 	srv_start(&srv, IBTRS_TLS_ON);
 	a = clt_open("on-tls", srv.port, IBTRS_TLS_ON, f_alice);
-	b = clt_open("on-plain", srv.port, IBTRS_TLS_OFF, NULL);
+	b = clt_open("on-plain", srv.port, IBTRS_TLS_OFF, f_alice);
 	CHECK(a && b);
 	check_io(a, 128 * 1024, 0, 7);
 	check_io(b, 4096, 1 << 20, 8);
@@ -426,7 +427,7 @@ static void test_on_and_capture(void)
 	ibtrs_clt_close(b);
 
 	CHECK(!capture_shows_pattern(srv.port, IBTRS_TLS_REQUIRE, f_alice));
-	CHECK(capture_shows_pattern(srv.port, IBTRS_TLS_OFF, NULL));
+	CHECK(capture_shows_pattern(srv.port, IBTRS_TLS_OFF, f_alice));
 	h_srv_stop(&srv);
 }
 

@@ -1470,6 +1470,9 @@ static void pending_event(struct ibtrs_loop_src *src, uint32_t events)
 		return;
 	}
 	memcpy(p->info.priv, p->hello.priv, sizeof(p->info.priv));
+	if (p->tls)
+		snprintf(p->info.tls_identity, sizeof(p->info.tls_identity),
+			 "%s", tcp_tls_identity(p->tls));
 	alen = sizeof(p->info.local);
 	getsockname(src->fd, (struct sockaddr *)&p->info.local, &alen);
 	/* Unlink; the request now belongs to the connreq callback. */
