@@ -10,16 +10,15 @@ if(PkgConfig_FOUND)
 endif()
 
 if(LIBFABRIC_FOUND)
+	# Not linked: src/xprt/ofi/ofi_dl.c opens libfabric when the backend
+	# is first used, so that a process on another backend never loads it
+	# (nor the provider libraries it links).
 	list(APPEND IBTRS_LIB_SOURCES
-		${CMAKE_CURRENT_SOURCE_DIR}/src/xprt/ofi/ofi.c)
+		${CMAKE_CURRENT_SOURCE_DIR}/src/xprt/ofi/ofi.c
+		${CMAKE_CURRENT_SOURCE_DIR}/src/xprt/ofi/ofi_dl.c)
 	list(APPEND IBTRS_LIB_DEFINITIONS IBTRS_HAVE_OFI)
 	list(APPEND IBTRS_LIB_INCLUDES ${LIBFABRIC_INCLUDE_DIRS})
-	if(LIBFABRIC_LINK_LIBRARIES)
-		list(APPEND IBTRS_LIB_LIBRARIES ${LIBFABRIC_LINK_LIBRARIES})
-	else()
-		list(APPEND IBTRS_LIB_LIBRARIES ${LIBFABRIC_LDFLAGS})
-	endif()
-	set(IBTRS_PC_PRIVATE_LIBS "-lfabric")
+	list(APPEND IBTRS_LIB_LIBRARIES ${CMAKE_DL_LIBS})
 	# bench/compare's ofi ceiling: the provider's own loop. Not installed.
 	add_executable(ibtrs_ofi_ceiling bench/ofi_ceiling.c)
 	set_target_properties(ibtrs_ofi_ceiling PROPERTIES
