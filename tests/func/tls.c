@@ -145,6 +145,7 @@ static void srv_start(struct h_srv *srv, int mode)
 	opts.max_io_size = MAX_IO;
 	opts.rdma_ev = h_srv_rdma_ev;
 	opts.link_ev = h_srv_link_ev;
+	opts.backend = "tcp"; /* whatever IBTRS_BACKEND says: TLS is tcp's */
 	opts.tls = mode;
 	opts.tls_psk_file = f_srv;
 	srv->ctx = ibtrs_srv_open_opts(&opts);
@@ -172,6 +173,7 @@ static struct ibtrs_clt *clt_open(const char *name, uint16_t port, int mode,
 	o.port = port;
 	o.max_reconnect_attempts = 0;
 	o.connect_timeout_ms = 5000;
+	o.backend = "tcp";
 	o.tls = mode;
 	o.tls_psk_file = psk;
 	return ibtrs_clt_open_opts(&o);
