@@ -507,7 +507,8 @@ enum ibtrs_tls_mode {
  * @link_ev: link event callback, may be NULL
  * @max_memory: server-wide memory limit in bytes (default 8 GiB; 0: none):
  *              every session counts its whole chunk pool, its operations
- *              and 64 KiB, every connection 384 KiB plus 1 KiB a chunk;
+ *              and 64 KiB, every connection 384 KiB plus 1 KiB a chunk
+ *              (and 640 KiB more with @tls on or require);
  *              a session or
  *              connection that would go beyond it is refused. The pools
  *              are reserved address space: a page costs memory only once

@@ -45,13 +45,16 @@
  * SRV_SESS_MEM plus its whole chunk pool and its operations, a
  * connection SRV_CON_MEM plus SRV_CON_MEM_CHUNK a chunk (its state here
  * and the backend's buffers: the tcp backend's receive staging buffer
- * and its work requests, three a chunk). Worst cases: the pool is
+ * and its work requests, three a chunk), and SRV_CON_MEM_TLS more where
+ * TLS may run under it (the TLS layer's send and receive buffers and
+ * GnuTLS's records). Worst cases: the pool is
  * reserved address space whose pages cost memory only once a request has
  * used them.
  */
 #define SRV_SESS_MEM (64u << 10)
 #define SRV_CON_MEM (384u << 10)
 #define SRV_CON_MEM_CHUNK 1024u
+#define SRV_CON_MEM_TLS (640u << 10)
 #define SRV_DEFAULT_HB_TIMEOUT_MS 1000
 #define SRV_MIN_HB_TIMEOUT_MS 100
 #define SRV_DEFAULT_GRACE_MS 10000
@@ -249,7 +252,8 @@ static uint64_t sess_mem(const struct ibtrs_srv_ctx *ctx)
 /* What one connection counts against the memory limit. */
 static uint64_t con_mem(const struct ibtrs_srv_ctx *ctx)
 {
-	return SRV_CON_MEM + (uint64_t)ctx->queue_depth * SRV_CON_MEM_CHUNK;
+	return SRV_CON_MEM + (uint64_t)ctx->queue_depth * SRV_CON_MEM_CHUNK +
+	       (ctx->sec.tls != IBTRS_TLS_OFF ? SRV_CON_MEM_TLS : 0);
 }
 
 /* Whether @more fits under the memory limit. Context: ctx->lock held. */
