@@ -4,7 +4,8 @@
  * against the key and the bounds of the region and resolved to where the
  * bytes go; and it stays right while the owner maps and unmaps the region
  * from another thread (accesses take no lock: they read the region under a
- * sequence count).
+ * sequence count). Keys are not the same in two processes: they start at
+ * random (a process of before issued the same keys as every other).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "swmr.h"
 #include "test.h"
@@ -196,12 +198,54 @@ static void check_race(void)
 	swmr_pd_free(pd);
 }
 
+/* The key of the first region mapped in a fresh process. */
+static uint32_t first_key_of_child(void)
+{
+	struct ibtrs_xprt_pd *pd;
+	struct ibtrs_xprt_mr *mr;
+	uint32_t key = 0;
+	int p[2], st;
+	pid_t pid;
+
+	CHECK(!pipe(p));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		close(p[0]);
+		if (swmr_pd_alloc(&pd, 4) || swmr_mr_alloc(pd, 1, &mr) ||
+		    swmr_mr_map(mr, lay_a, 1))
+			_exit(1);
+		_exit(write(p[1], &mr->key, sizeof(mr->key)) == sizeof(mr->key)
+			      ? 0
+			      : 1);
+	}
+	close(p[1]);
+	CHECK(read(p[0], &key, sizeof(key)) == sizeof(key));
+	close(p[0]);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+	return key;
+}
+
+/* Eight processes: with random starts, not all the same key (the chance
+ * that they are is 2^-112). */
+static void check_random_keys(void)
+{
+	uint32_t k0 = first_key_of_child();
+	bool differ = false;
+	int i;
+
+	for (i = 0; i < 7; i++)
+		differ |= first_key_of_child() != k0;
+	CHECK(differ);
+}
+
 int main(void)
 {
 	t_watchdog(60);
 	layouts_init();
 	check_basic();
 	check_race();
+	check_random_keys();
 	printf("swmr: ok\n");
 	return 0;
 }
