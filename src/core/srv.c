@@ -1543,6 +1543,9 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		reject(ctx, req, ret);
 		goto free_con;
 	}
+	/* @info goes with @req at accept. */
+	snprintf(hs->tls_identity, sizeof(hs->tls_identity), "%s",
+		 info->tls_identity);
 	memcpy(r.nonce, hs->ns, sizeof(r.nonce));
 	ibtrs_conn_rsp_encode(&m, &r);
 	con_attr(ctx, &attr);
@@ -1561,8 +1564,6 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	hs->deadline_ns = ibtrs_now_ns() + ctx->hs_timeout_ns;
 	hs->close_work.fn = hs_close_work;
 	snprintf(hs->peer, sizeof(hs->peer), "%s", peer);
-	snprintf(hs->tls_identity, sizeof(hs->tls_identity), "%s",
-		 info->tls_identity);
 	addr->handshakes++;
 	ctx->nr_handshakes++;
 	hs->next = ctx->handshakes;
