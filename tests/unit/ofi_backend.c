@@ -51,6 +51,10 @@ struct side {
 	unsigned int head, cnt;
 	int errs;
 	int err;
+	bool answer;	     /* answer each immediate as the server does */
+	bool count;	     /* count immediates, reposting their receives */
+	unsigned int nimm;   /* immediates counted */
+	unsigned int failed; /* answers or reposts refused */
 	char rbuf[2][RBUF_LEN];
 };
 
@@ -84,6 +88,24 @@ static void on_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 {
 	struct side *s = con->ctx;
 
+	if (wc->opcode == IBTRS_WC_RECV_IMM && (s->answer || s->count)) {
+		/*
+		 * From the loop thread, inside the connection's progress, as
+		 * the server core answers a request and the client reposts.
+		 */
+		int ret = ops->post_recv(con, NULL, 0, wc->wr_id);
+
+		if (!ret && s->answer)
+			ret = ops->post_write(con, NULL, 0, 0, 0, wc->imm, 0,
+					      IBTRS_XPRT_IMM);
+		pthread_mutex_lock(&s->lock);
+		if (ret)
+			s->failed++;
+		s->nimm++;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	if (s->cnt < MAX_WCS) {
 		s->wcs[(s->head + s->cnt) % MAX_WCS] = *wc;
@@ -161,6 +183,21 @@ static int side_errs(struct side *s)
 	return n;
 }
 
+/* Wait until @s counted @n immediates; returns how many it did. */
+static unsigned int wait_nimm(struct side *s, unsigned int n)
+{
+	struct timespec ts = deadline(WAIT_S);
+	unsigned int got;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->nimm < n && !s->errs)
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts))
+			break;
+	got = s->nimm;
+	pthread_mutex_unlock(&s->lock);
+	return got;
+}
+
 static int side_pending(struct side *s)
 {
 	int n;
@@ -183,7 +220,7 @@ static int post_recvs(struct side *s, uint64_t base)
 	return ret;
 }
 
-static const struct ibtrs_xprt_con_attr con_attr = {
+static struct ibtrs_xprt_con_attr con_attr = {
 	.max_send_wr = 128,
 	.max_recv_wr = 64,
 	.max_send_sge = 17,
@@ -724,6 +761,40 @@ int main(void)
 	side_close(&cli);
 	side_close(&ssd);
 	fprintf(stderr, "queue overflow: ok\n");
+
+	/*
+	 * 12. Answers from the loop thread, as the server core gives them:
+	 * many requests in one batch, on connections of few work requests,
+	 * none lost. A post finds the work requests held by completions
+	 * not yet reaped (the round reaps after its receives) and reaps
+	 * them itself, on the loop thread as on the client's.
+	 */
+	side_init(&cli, "client", cloop);
+	side_init(&ssd, "server", srv.loop);
+	ssd.answer = true;
+	cli.count = true;
+	con_attr.max_send_wr = 8;
+	CHECK_EQ(pair_connect(cpd, (struct sockaddr *)&bound, &cli, &ssd, false,
+			      rsp),
+		 0);
+	con_attr.max_send_wr = 128;
+	for (i = 0; i < 400; i++) {
+		/* At most 16 in flight: fewer than either side's receives,
+		 * more than the server's work requests. */
+		if (i >= 16)
+			CHECK(wait_nimm(&cli, (unsigned int)i - 15) >=
+			      (unsigned int)i - 15);
+		CHECK_EQ(ops->post_write(cli.con, NULL, 0, 0, 0, (uint32_t)i, 0,
+					 IBTRS_XPRT_IMM),
+			 0);
+	}
+	CHECK_EQ(wait_nimm(&cli, 400), 400);
+	CHECK_EQ(ssd.nimm, 400);
+	CHECK_EQ(ssd.failed + cli.failed, 0);
+	CHECK_EQ(side_errs(&cli) + side_errs(&ssd), 0);
+	side_close(&cli);
+	side_close(&ssd);
+	fprintf(stderr, "answers from the loop thread: ok\n");
 
 	/* Counters: RMA writes with remote CQ data, not sends. */
 	ofi_stats_get(&st1);
