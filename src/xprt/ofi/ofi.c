@@ -170,6 +170,8 @@ struct ofi_cm_sink {
  * @next_key: next key chosen here when the provider does not issue keys
  * @serial: every call into the provider is made under ofi_call_lock
  *	(OFI_CALL, see ofi_quirks)
+ * @trywait: the provider's fi_trywait() reports pending work, so that a
+ *	round may leave its handlers' sends to its end (ofi_post())
  */
 /*
  * A fabric and a domain of a provider, shared by every pd of the process
@@ -205,6 +207,7 @@ struct ofi_pd {
 	struct ofi_mr **direct;
 	unsigned int nr_direct;
 	bool serial;
+	bool trywait; /* fi_trywait() reports what is pending */
 };
 
 /*
@@ -538,6 +541,8 @@ static const char *ofi_domain_name(const struct fi_info *info)
 enum {
 	OFI_Q_SERIAL = 1 << 0, /* calls on one domain from one thread at a time
 				*/
+	OFI_Q_NO_TRYWAIT = 1 << 1, /* fi_trywait() tells nothing: every post
+				    * and every read is followed through */
 };
 
 static const struct {
@@ -545,8 +550,9 @@ static const struct {
 	unsigned int quirks;
 } ofi_quirk_tab[] = {
 	/* 1.17: FI_THREAD_SAFE, yet concurrent fi_cq_read()s and posts on
-	 * endpoints of one domain crash it. */
-	{ "net", OFI_Q_SERIAL },
+	 * endpoints of one domain crash it; its fi_trywait() returns 0
+	 * without looking at anything (xnet_trywait()). */
+	{ "net", OFI_Q_SERIAL | OFI_Q_NO_TRYWAIT },
 };
 
 static unsigned int ofi_quirks(const char *prov)
@@ -915,6 +921,7 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 	pd->max_mrs = max_mrs;
 	pthread_rwlock_init(&pd->lock, NULL);
 	pd->serial = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_SERIAL;
+	pd->trywait = !(ofi_quirks(ofi_prov(pd->info)) & OFI_Q_NO_TRYWAIT);
 	ibtrs_log(IBTRS_LOG_DEBUG, "ofi: pd on %s/%s, mr_mode %#llx",
 		  ofi_prov(pd->info), ofi_domain_name(pd->info),
 		  (unsigned long long)pd->mr_mode);
@@ -1819,7 +1826,7 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 		c->wr_free = wr;
 	}
 	in_round = c->started && ibtrs_loop_on_thread(c->loop) && c->in_round &&
-		   c->tx_inflight < OFI_DEFER_MAX;
+		   c->tx_inflight < OFI_DEFER_MAX && c->pd->trywait;
 	pthread_mutex_unlock(&c->sq_lock);
 
 	/*
@@ -1827,7 +1834,8 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 	 * thread posts from a handler of this connection's round, which
 	 * reads the transmit queue next (ofi_con_progress()), and fewer than
 	 * OFI_DEFER_MAX completions wait to be reaped: a long receive batch
-	 * must not hold every work request.
+	 * must not hold every work request. A provider whose fi_trywait()
+	 * tells nothing gets every post followed through.
 	 */
 	if (!ret && !in_round)
 		ofi_tx_progress(c);
