@@ -89,6 +89,7 @@
 #define OFI_BOUNCE_MIN 4096  /* smallest bounce buffer */
 #define OFI_CQ_BATCH 32	     /* completions per fi_cq_read() */
 #define OFI_DEFER_MAX 32     /* unreaped sends a round lets posts leave */
+#define OFI_DEFER_LEN 16384  /* largest send a round leaves to its end */
 #define OFI_RX_BUDGET 1024   /* receive completions per round */
 #define OFI_ROUNDS 8	     /* progress rounds before yielding */
 #define OFI_EQ_BUF 512	     /* CM event with its private data */
@@ -1826,7 +1827,8 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 		c->wr_free = wr;
 	}
 	in_round = c->started && ibtrs_loop_on_thread(c->loop) && c->in_round &&
-		   c->tx_inflight < OFI_DEFER_MAX && c->pd->trywait;
+		   c->tx_inflight < OFI_DEFER_MAX && c->pd->trywait &&
+		   len <= OFI_DEFER_LEN;
 	pthread_mutex_unlock(&c->sq_lock);
 
 	/*
@@ -1835,7 +1837,9 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 	 * reads the transmit queue next (ofi_con_progress()), and fewer than
 	 * OFI_DEFER_MAX completions wait to be reaped: a long receive batch
 	 * must not hold every work request. A provider whose fi_trywait()
-	 * tells nothing gets every post followed through.
+	 * tells nothing gets every post followed through, and so does a
+	 * large send, whose bytes move only as the provider progresses: the
+	 * read it costs is small next to them.
 	 */
 	if (!ret && !in_round)
 		ofi_tx_progress(c);
