@@ -51,10 +51,21 @@ struct side {
 	unsigned int head, cnt;
 	int errs;
 	int err;
+	bool answer; /* answer each immediate as the server does */
+	bool count;  /* count immediates in ans, reposting their receives */
 	char rbuf[2][RBUF_LEN];
 };
 
 static const struct ibtrs_xprt_ops *ops;
+
+/* Immediates answered (test 12): the client counts, the server refuses. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int answers; /* arrived at the client */
+	unsigned int refused; /* answers whose post the server saw fail */
+	unsigned int errors;  /* reposts that failed */
+} ans = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Server state, owned by the server loop once listening. */
 static struct {
@@ -64,7 +75,9 @@ static struct {
 	bool reject;
 	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
 	uint8_t got_priv[IBTRS_XPRT_PRIV_LEN];
-	struct side *side; /* where the next accepted connection goes */
+	struct side *side;    /* where the next accepted connection goes */
+	unsigned int send_wr; /* work requests of accepted ones, 0: as con_attr
+			       */
 	int accept_ret;
 	bool done;
 	pthread_mutex_t lock;
@@ -84,6 +97,27 @@ static void on_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 {
 	struct side *s = con->ctx;
 
+	if (wc->opcode == IBTRS_WC_RECV_IMM && (s->answer || s->count)) {
+		/*
+		 * From the loop thread, inside the connection's progress, as
+		 * the server core answers a request and the client reposts.
+		 */
+		int ret = ops->post_recv(con, NULL, 0, wc->wr_id);
+
+		if (!ret && s->answer)
+			ret = ops->post_write(con, NULL, 0, 0, 0, wc->imm, 0,
+					      IBTRS_XPRT_IMM);
+		pthread_mutex_lock(&ans.lock);
+		if (ret && s->answer)
+			ans.refused++;
+		else if (ret)
+			ans.errors++;
+		else if (s->count)
+			ans.answers++;
+		pthread_cond_broadcast(&ans.cond);
+		pthread_mutex_unlock(&ans.lock);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	if (s->cnt < MAX_WCS) {
 		s->wcs[(s->head + s->cnt) % MAX_WCS] = *wc;
@@ -161,6 +195,21 @@ static int side_errs(struct side *s)
 	return n;
 }
 
+/* Wait until @n answers arrived or were refused; returns the answers. */
+static unsigned int wait_answered(unsigned int n)
+{
+	struct timespec ts = deadline(WAIT_S);
+	unsigned int got;
+
+	pthread_mutex_lock(&ans.lock);
+	while (ans.answers + ans.refused < n && !ans.errors)
+		if (pthread_cond_timedwait(&ans.cond, &ans.lock, &ts))
+			break;
+	got = ans.answers;
+	pthread_mutex_unlock(&ans.lock);
+	return got;
+}
+
 static int side_pending(struct side *s)
 {
 	int n;
@@ -192,6 +241,7 @@ static const struct ibtrs_xprt_con_attr con_attr = {
 static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 			const struct ibtrs_connreq_info *info)
 {
+	struct ibtrs_xprt_con_attr attr;
 	struct side *s;
 	int ret;
 
@@ -203,7 +253,10 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		goto out;
 	}
 	s = srv.side;
-	ret = ops->accept(req, srv.pd, &con_attr, srv.answer, &s->con);
+	attr = con_attr;
+	if (srv.send_wr)
+		attr.max_send_wr = srv.send_wr;
+	ret = ops->accept(req, srv.pd, &attr, srv.answer, &s->con);
 	if (ret)
 		goto out;
 	s->con->handler = &handler;
@@ -338,9 +391,11 @@ int main(void)
 	char prov[32];
 	char *pool, *src, *dst, *big;
 	uint32_t old_key;
+	unsigned int n;
 	size_t off;
 	int i, ret;
 
+	t_cond_init(&ans.cond);
 	ops = ibtrs_xprt_find("ofi");
 	if (!ops || !ofi_stats_get || !ofi_provider_probe) {
 		fprintf(stderr, "ofi backend not built: skip\n");
@@ -724,6 +779,47 @@ int main(void)
 	side_close(&cli);
 	side_close(&ssd);
 	fprintf(stderr, "queue overflow: ok\n");
+
+	/*
+	 * 12. Answers from the loop thread, as the server core gives them:
+	 * many requests in one batch on a connection of few work requests.
+	 * A post that finds them held by completions not yet reaped (the
+	 * round reaps after its receives) reaps them itself; one that finds
+	 * them all with the provider fails, never silently. Where a send
+	 * completes once it is written (tcp), none fails.
+	 */
+	side_init(&cli, "client", cloop);
+	side_init(&ssd, "server", srv.loop);
+	ssd.answer = true;
+	cli.count = true;
+	srv.send_wr = 8;
+	CHECK_EQ(pair_connect(cpd, (struct sockaddr *)&bound, &cli, &ssd, false,
+			      rsp),
+		 0);
+	srv.send_wr = 0;
+	for (i = 0; i < 400; i++) {
+		/* At most 16 in flight: fewer than either side's receives,
+		 * more than the server's work requests. */
+		if (i >= 16)
+			wait_answered((unsigned int)i - 15);
+		CHECK_EQ(ops->post_write(cli.con, NULL, 0, 0, 0, (uint32_t)i, 0,
+					 IBTRS_XPRT_IMM),
+			 0);
+	}
+	n = wait_answered(400);
+	CHECK_EQ(side_errs(&cli) + side_errs(&ssd), 0);
+	side_close(&cli);
+	side_close(&ssd);
+	pthread_mutex_lock(&ans.lock);
+	fprintf(stderr, "answers: %u of 400, %u refused by the provider\n", n,
+		ans.refused);
+	CHECK_EQ(n + ans.refused, 400);
+	CHECK_EQ(ans.errors, 0);
+	/* tcp completes a send once written: reaping frees its request. */
+	if (!strcmp(prov, "tcp"))
+		CHECK_EQ(ans.refused, 0);
+	pthread_mutex_unlock(&ans.lock);
+	fprintf(stderr, "answers from the loop thread: ok\n");
 
 	/* Counters: RMA writes with remote CQ data, not sends. */
 	ofi_stats_get(&st1);

@@ -21,7 +21,9 @@
  *   finds none posted fails the connection;
  * - progress is manual in practice even where AUTO is reported: the CQ and
  *   EQ wait fds (FI_WAIT_FD) are registered with the loop, and the posting
- *   thread polls the transmit CQ after every post.
+ *   thread polls the transmit CQ after its post, except a handler of the
+ *   connection's own progress round, which the round reaps after its
+ *   receives, a batch at a time (see ofi_con_progress()).
  *
  * Memory: a region slot of more than one iovec (the client's READ
  * destination) is served by a bounce buffer of the slot: the peer writes
@@ -86,6 +88,8 @@
 #define OFI_RX_BUF_SIZE 8192 /* largest receive the backend takes */
 #define OFI_BOUNCE_MIN 4096  /* smallest bounce buffer */
 #define OFI_CQ_BATCH 32	     /* completions per fi_cq_read() */
+#define OFI_DEFER_MAX 32     /* unreaped sends a round lets posts leave */
+#define OFI_DEFER_LEN 16384  /* largest send a round leaves to its end */
 #define OFI_RX_BUDGET 1024   /* receive completions per round */
 #define OFI_ROUNDS 8	     /* progress rounds before yielding */
 #define OFI_EQ_BUF 512	     /* CM event with its private data */
@@ -167,6 +171,8 @@ struct ofi_cm_sink {
  * @next_key: next key chosen here when the provider does not issue keys
  * @serial: every call into the provider is made under ofi_call_lock
  *	(OFI_CALL, see ofi_quirks)
+ * @trywait: the provider's fi_trywait() reports pending work, so that a
+ *	round may leave its handlers' sends to its end (ofi_post())
  */
 /*
  * A fabric and a domain of a provider, shared by every pd of the process
@@ -202,6 +208,7 @@ struct ofi_pd {
 	struct ofi_mr **direct;
 	unsigned int nr_direct;
 	bool serial;
+	bool trywait; /* fi_trywait() reports what is pending */
 };
 
 /*
@@ -338,6 +345,7 @@ struct ofi_con {
 	struct ibtrs_loop_src tx_src;
 	struct ibtrs_loop_src rx_src;
 	struct ibtrs_loop_src kick_src;
+	bool in_round; /* ofi_con_progress() runs its rounds; loop thread */
 	bool tx_src_added;
 	bool rx_src_added;
 	struct ibtrs_xprt_con_attr attr;
@@ -534,6 +542,8 @@ static const char *ofi_domain_name(const struct fi_info *info)
 enum {
 	OFI_Q_SERIAL = 1 << 0, /* calls on one domain from one thread at a time
 				*/
+	OFI_Q_NO_TRYWAIT = 1 << 1, /* fi_trywait() tells nothing: every post
+				    * and every read is followed through */
 };
 
 static const struct {
@@ -541,8 +551,9 @@ static const struct {
 	unsigned int quirks;
 } ofi_quirk_tab[] = {
 	/* 1.17: FI_THREAD_SAFE, yet concurrent fi_cq_read()s and posts on
-	 * endpoints of one domain crash it. */
-	{ "net", OFI_Q_SERIAL },
+	 * endpoints of one domain crash it; its fi_trywait() returns 0
+	 * without looking at anything (xnet_trywait()). */
+	{ "net", OFI_Q_SERIAL | OFI_Q_NO_TRYWAIT },
 };
 
 static unsigned int ofi_quirks(const char *prov)
@@ -911,6 +922,7 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 	pd->max_mrs = max_mrs;
 	pthread_rwlock_init(&pd->lock, NULL);
 	pd->serial = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_SERIAL;
+	pd->trywait = !(ofi_quirks(ofi_prov(pd->info)) & OFI_Q_NO_TRYWAIT);
 	ibtrs_log(IBTRS_LOG_DEBUG, "ofi: pd on %s/%s, mr_mode %#llx",
 		  ofi_prov(pd->info), ofi_domain_name(pd->info),
 		  (unsigned long long)pd->mr_mode);
@@ -1754,6 +1766,7 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 	struct ofi_wr *wr;
 	size_t len = 0;
 	unsigned int i;
+	bool in_round;
 	ssize_t r;
 	int ret = 0;
 
@@ -1770,9 +1783,16 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 		return -ENOTCONN;
 	}
 	wr = c->wr_free;
+	if (!wr && c->tx_inflight) {
+		/* Completions not yet reaped hold the work requests. */
+		pthread_mutex_unlock(&c->sq_lock);
+		ofi_tx_progress(c);
+		pthread_mutex_lock(&c->sq_lock);
+		wr = c->dead ? NULL : c->wr_free;
+	}
 	if (!wr) {
 		pthread_mutex_unlock(&c->sq_lock);
-		return -ENOMEM;
+		return c->dead ? -ENOTCONN : -ENOMEM;
 	}
 	c->wr_free = wr->next;
 	pthread_mutex_unlock(&c->sq_lock);
@@ -1811,10 +1831,22 @@ static int ofi_post(struct ofi_con *c, const struct iovec *iov,
 		wr->next = c->wr_free;
 		c->wr_free = wr;
 	}
+	in_round = c->started && ibtrs_loop_on_thread(c->loop) && c->in_round &&
+		   c->tx_inflight < OFI_DEFER_MAX && c->pd->trywait &&
+		   len <= OFI_DEFER_LEN;
 	pthread_mutex_unlock(&c->sq_lock);
 
-	/* Progress is manual: move what was just queued. */
-	if (!ret)
+	/*
+	 * Progress is manual: move what was just queued, unless the loop
+	 * thread posts from a handler of this connection's round, which
+	 * reads the transmit queue next (ofi_con_progress()), and fewer than
+	 * OFI_DEFER_MAX completions wait to be reaped: a long receive batch
+	 * must not hold every work request. A provider whose fi_trywait()
+	 * tells nothing gets every post followed through, and so does a
+	 * large send, whose bytes move only as the provider progresses: the
+	 * read it costs is small next to them.
+	 */
+	if (!ret && !in_round)
 		ofi_tx_progress(c);
 	return ret;
 }
@@ -2089,7 +2121,7 @@ static void ofi_disconnect(struct ibtrs_xprt_con *xcon)
 }
 
 /* Everything the connection has to do, loop thread. */
-static void ofi_con_progress(struct ofi_con *c)
+static void ofi_con_rounds(struct ofi_con *c)
 {
 	struct fid *fids[3] = { &c->eq->fid, &c->rxcq->fid, &c->txcq->fid };
 	unsigned int round;
@@ -2098,6 +2130,7 @@ static void ofi_con_progress(struct ofi_con *c)
 	if (c->deferred_err) {
 		/* A last look at what arrived before the shutdown. */
 		ret = ofi_rx_poll(c);
+		ofi_tx_progress(c);
 		if (!c->failed)
 			ofi_fail(c, ret < 0 ? ret : c->deferred_err);
 		return;
@@ -2150,6 +2183,20 @@ static void ofi_con_progress(struct ofi_con *c)
 	}
 	if (!c->failed)
 		ofi_kick(c);
+}
+
+/*
+ * The connection's rounds, loop thread. A handler that posts on the
+ * connection meanwhile leaves the transmit queue to the round, which reads
+ * it after the receives and before fi_trywait(): one read then moves a
+ * whole batch of posts, where a read per post costs a provider such as tcp
+ * a poll of its sockets and a reset of its wait signal each time.
+ */
+static void ofi_con_progress(struct ofi_con *c)
+{
+	c->in_round = true;
+	ofi_con_rounds(c);
+	c->in_round = false;
 }
 
 static void ofi_eq_event(struct ibtrs_loop_src *src, uint32_t events)
