@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 # status.sh - "ibtrs status" and the control commands against a running
 # server and a verifying bench over two loopback paths: the JSON, table and
-# Prometheus outputs, a policy change, a path disconnected (its I/O moves
-# to the other path) and reconnected, a stats reset, stale and silent
-# control sockets, bad input; at the end the bench has no errors and no
-# socket is left. Args: $1 ibtrs binary, $2 source dir, $3 build dir.
+# Prometheus outputs, the latency of the last interval under an injected
+# delay, a policy change, a path disconnected (its I/O moves to the other
+# path) and reconnected, a stats reset, stale and silent control sockets,
+# a fake process with a demoted path and exact histograms, bad input; at
+# the end the bench has no errors and no socket is left.
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
 . "$(dirname "$0")/common.bash"
