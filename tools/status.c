@@ -125,10 +125,11 @@ static void st_rates(const struct st_view *v, pid_t pid, const char *sess,
  * st_hist_counts() - the latency histogram a path sent
  * @p: the path object
  * @counts: filled with the count per bucket, IBTRS_HIST_BUCKETS of them
+ *          (the library's layout, hist.h)
  *
  * Return: true when @p has a histogram of the library's layout.
  */
-static bool st_hist_counts(const struct jval *p, uint64_t *counts)
+bool st_hist_counts(const struct jval *p, uint64_t *counts)
 {
 	const struct jval *h = jget(p, "lat_hist");
 	const struct jval *ns = jget(h, "ns");

@@ -62,14 +62,16 @@ elif mode == "pids":         # pids: the pids that answered
 PY
 
 # prom.py < exposition text: every line is a comment or name{labels} value,
-# HELP and TYPE come once per family before its samples; argv: families
-# that must be there.
+# HELP and TYPE come once per family before its samples; a histogram's
+# buckets (NAME_bucket, le) do not decrease and the one of le="+Inf" is
+# its NAME_count; argv: families that must be there.
 cat >"$TMP/prom.py" <<'PY'
 import re, sys
 sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)'
                     r'\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*)\}'
                     r' (-?[0-9.e+-]+|NaN|[+-]Inf)$')
 typed, helped, seen = {}, set(), set()
+buckets, counts = {}, {}
 for n, line in enumerate(sys.stdin, 1):
     line = line.rstrip("\n")
     if not line:
@@ -82,15 +84,30 @@ for n, line in enumerate(sys.stdin, 1):
     if line.startswith("# TYPE "):
         _, _, name, kind = line.split()
         assert name not in typed, "TYPE twice: %s" % name
-        assert kind in ("counter", "gauge", "summary"), line
+        assert kind in ("counter", "gauge", "summary", "histogram"), line
         typed[name] = kind
         continue
     assert not line.startswith("#"), "line %d: %s" % (n, line)
     m = sample.match(line)
     assert m, "line %d does not parse: %s" % (n, line)
-    name = m.group(1)
+    name, labels, value = m.group(1), m.group(2), float(m.group(3))
+    for sfx in ("_bucket", "_count"):
+        base = name[:-len(sfx)]
+        if name.endswith(sfx) and typed.get(base) == "histogram":
+            le = re.search(r'(?:^|,)le="([^"]*)"', labels)
+            key = (base, re.sub(r',?le="[^"]*"', "", labels))
+            if sfx == "_bucket":
+                assert le, "line %d: a bucket without le" % n
+                b = buckets.setdefault(key, [])
+                assert not b or b[-1] <= value, "line %d: bucket decreases" % n
+                b.append(value)
+                if le.group(1) == "+Inf":
+                    counts[key] = value
+            else:
+                assert counts.get(key) == value, \
+                    "line %d: _count is not the +Inf bucket" % n
+            name = base
     assert name in typed and name in helped, "no TYPE/HELP: %s" % name
-    float(m.group(3))
     seen.add(name)
 missing = [f for f in sys.argv[1:] if f not in seen]
 assert not missing, "missing families: %s" % missing
@@ -215,10 +232,13 @@ ok status --format prometheus
 python3 "$TMP/prom.py" ibtrs_path_ops_total ibtrs_path_bytes_total \
 	ibtrs_path_inflight ibtrs_path_errors_total ibtrs_path_failovers_total \
 	ibtrs_path_reconnects_total ibtrs_path_state ibtrs_path_hb_rtt_seconds \
-	ibtrs_path_latency_seconds ibtrs_server_requests_total \
+	ibtrs_path_latency_seconds ibtrs_path_request_duration_seconds \
+	ibtrs_server_requests_total \
 	ibtrs_server_replays_total <"$TMP/out" || fail "prometheus output"
 grep -q "^ibtrs_path_ops_total{pid=\"$BENCH_PID\",session=\"$SESS\",path=\"1\",.*dir=\"read\"} [1-9]" \
 	"$TMP/out" || fail "prometheus: no read ops of path 1"
+grep -q "^ibtrs_path_request_duration_seconds_count{pid=\"$BENCH_PID\",session=\"$SESS\",path=\"1\",.*} [1-9]" \
+	"$TMP/out" || fail "prometheus: no latency histogram of path 1"
 grep -q "^ibtrs_path_state{.*path=\"0\".*state=\"connected\"} 1$" "$TMP/out" ||
 	fail "prometheus: path 0 not connected"
 grep -q "^ibtrs_server_requests_total{pid=\"$SRV_PID\",port=\"$SRV_PORT\"} [1-9]" \
