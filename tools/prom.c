@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ctlclient.h"
+#include "hist.h"
 #include "status.h"
 #include "tool.h"
 
@@ -28,13 +29,14 @@ enum st_kind {
 	MK_DIR,	  /* "rd_"@key and "wr_"@key, label dir="read"|"write" */
 	MK_STATE, /* one sample per path state, 1 for the current */
 	MK_LAT,	  /* lat_us.p50/p99/p999, label quantile */
+	MK_HIST,  /* lat_hist as _bucket{le} and _count */
 	MK_INFO,  /* 1, with policy and backend labels */
 };
 
 /**
  * struct st_metric - a metric family
  * @name: its name
- * @type: "counter" or "gauge"
+ * @type: "counter", "gauge" or "histogram"
  * @help: the HELP text
  * @scope: which objects it describes
  * @kind: how the values are found
@@ -88,6 +90,10 @@ static const struct st_metric st_metrics[] = {
 	{ "ibtrs_path_latency_seconds", "gauge",
 	  "Request latency quantiles of a client path (0: no requests).",
 	  SC_PATH, MK_LAT, "lat_us" },
+	/* The quantiles of a time range: histogram_quantile() of rate(). */
+	{ "ibtrs_path_request_duration_seconds", "histogram",
+	  "Request latencies of a client path, since the start or the last reset (no _sum: the library keeps none).",
+	  SC_PATH, MK_HIST, "lat_hist" },
 	{ "ibtrs_server_requests_total", "counter",
 	  "Requests given to the request callback of a server context.",
 	  SC_SERVER, MK_U64, "requests" },
@@ -166,17 +172,59 @@ struct st_emit {
 	bool started;
 };
 
-/* One sample: name{labels[,extra]} value. */
-static void st_sample(struct st_emit *e, const struct st_labels *l,
-		      const char *extra, const char *value)
+/* One sample: name[suffix]{labels[,extra]} value. */
+static void st_sample_sfx(struct st_emit *e, const struct st_labels *l,
+			  const char *suffix, const char *extra,
+			  const char *value)
 {
 	if (!e->started) {
 		fprintf(e->f, "# HELP %s %s\n# TYPE %s %s\n", e->m->name,
 			e->m->help, e->m->name, e->m->type);
 		e->started = true;
 	}
-	fprintf(e->f, "%s{%s%s%s} %s\n", e->m->name, l->buf,
+	fprintf(e->f, "%s%s{%s%s%s} %s\n", e->m->name, suffix, l->buf,
 		extra && l->len ? "," : "", extra ? extra : "", value);
+}
+
+static void st_sample(struct st_emit *e, const struct st_labels *l,
+		      const char *extra, const char *value)
+{
+	st_sample_sfx(e, l, "", extra, value);
+}
+
+/* Powers of two of nanoseconds the histogram has as its buckets' le. */
+#define ST_HIST_LE_MIN 10 /* 1.024 us */
+#define ST_HIST_LE_MAX 41 /* 36.6 min, the library's last bucket */
+
+/*
+ * A path's histogram with a bucket per power of two of nanoseconds: the
+ * library's buckets split every power of two in 2^bits, so these bounds
+ * are bounds of its buckets. Counted below each bound.
+ */
+static void st_emit_hist(struct st_emit *e, const struct st_labels *l,
+			 const struct jval *obj)
+{
+	uint64_t counts[IBTRS_HIST_BUCKETS], below = 0, total = 0;
+	unsigned int k, i = 0, end;
+	char le[48], v[24];
+
+	if (!st_hist_counts(obj, counts))
+		return;
+	for (k = ST_HIST_LE_MIN; k <= ST_HIST_LE_MAX; k++) {
+		/* Bucket (k - 2) << bits starts at 2^k ns (hist.h). */
+		end = (k - 2) << IBTRS_HIST_BITS;
+		for (; i < end && i < IBTRS_HIST_BUCKETS; i++)
+			below += counts[i];
+		snprintf(le, sizeof(le), "le=\"%.9g\"",
+			 (double)(1ull << k) / 1e9);
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)below);
+		st_sample_sfx(e, l, "_bucket", le, v);
+	}
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++)
+		total += counts[i];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)total);
+	st_sample_sfx(e, l, "_bucket", "le=\"+Inf\"", v);
+	st_sample_sfx(e, l, "_count", NULL, v);
 }
 
 static void st_sample_u64(struct st_emit *e, const struct st_labels *l,
@@ -240,6 +288,9 @@ static void st_emit_obj(struct st_emit *e, const struct st_labels *l,
 			     jget_u64(lat, "p99", 0));
 		st_sample_us(e, l, "quantile=\"0.999\"",
 			     jget_u64(lat, "p999", 0));
+		break;
+	case MK_HIST:
+		st_emit_hist(e, l, obj);
 		break;
 	case MK_INFO:
 		info = *l;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ctlclient.h"
+#include "hist.h"
 #include "status.h"
 #include "table.h"
 #include "tool.h"
@@ -120,6 +121,80 @@ static void st_rates(const struct st_view *v, pid_t pid, const char *sess,
 	snprintf(mbps, ST_CELL, "%.1f", (double)(bytes - pbytes) / v->dt / 1e6);
 }
 
+/**
+ * st_hist_counts() - the latency histogram a path sent
+ * @p: the path object
+ * @counts: filled with the count per bucket, IBTRS_HIST_BUCKETS of them
+ *          (the library's layout, hist.h)
+ *
+ * Return: true when @p has a histogram of the library's layout.
+ */
+bool st_hist_counts(const struct jval *p, uint64_t *counts)
+{
+	const struct jval *h = jget(p, "lat_hist");
+	const struct jval *ns = jget(h, "ns");
+	size_t i;
+
+	memset(counts, 0, IBTRS_HIST_BUCKETS * sizeof(*counts));
+	if (!ns || ns->type != JT_ARR ||
+	    jget_u64(h, "bits", 0) != IBTRS_HIST_BITS)
+		return false;
+	for (i = 0; i < ns->n; i++) {
+		const struct jval *b = &ns->items[i];
+
+		if (b->type != JT_ARR || b->n != 2 ||
+		    b->items[0].type != JT_NUM || !b->items[0].is_u64 ||
+		    b->items[1].type != JT_NUM || !b->items[1].is_u64 ||
+		    b->items[0].u64 >= IBTRS_HIST_BUCKETS)
+			return false;
+		counts[b->items[0].u64] = b->items[1].u64;
+	}
+	return true;
+}
+
+/**
+ * st_interval_lat() - latency percentiles of a path over the last interval
+ * @v: the view
+ * @pid: the process
+ * @sess: the session name
+ * @p: the path now
+ * @lat: filled with p50, p99 and the maximum in microseconds (0 for each
+ *       when nothing completed in the interval)
+ *
+ * The library's percentiles are since the start: one slow interval after
+ * a million fast requests does not move them. The difference of the two
+ * reads' histograms is what completed in between.
+ *
+ * Return: the requests that completed in the interval, 0 without a
+ * previous read (or across a stats reset, where the counts dropped).
+ */
+static uint64_t st_interval_lat(const struct st_view *v, pid_t pid,
+				const char *sess, const struct jval *p,
+				uint64_t lat[3])
+{
+	static const double qs[3] = { 0.50, 0.99, 1.0 };
+	const struct jval *q =
+		st_prev_path(v, pid, sess, jget_u64(p, "idx", 0));
+	uint64_t now[IBTRS_HIST_BUCKETS], before[IBTRS_HIST_BUCKETS];
+	uint64_t total = 0;
+	unsigned int i;
+
+	memset(lat, 0, 3 * sizeof(*lat));
+	if (!q || !st_hist_counts(p, now) || !st_hist_counts(q, before))
+		return 0;
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		if (now[i] < before[i])
+			return 0;
+		now[i] -= before[i];
+		total += now[i];
+	}
+	for (i = 0; total && i < ARRAY_SIZE(qs); i++)
+		lat[i] = hist_quantile(now, IBTRS_HIST_BUCKETS, IBTRS_HIST_BITS,
+				       qs[i]) /
+			 1000;
+	return total;
+}
+
 /* ------------------------------------------------------------------ */
 /* table output                                                         */
 
@@ -190,9 +265,9 @@ static void st_print_events(FILE *f, bool wide, const struct jval *events)
 
 /*
  * The path columns. The narrow set fits 100 columns with the usual
- * addresses; --wide adds the cumulative counters and percentiles. HB-RTT
- * is the one latency of now (the percentiles are since the start): a
- * delayed path shows there at once.
+ * addresses; --wide adds the cumulative counters and percentiles. The
+ * rates and P50, P99 and MAX are of the last interval (the difference of
+ * two reads), the ALL- percentiles since the start or the last reset.
  */
 enum {
 	COL_IDX,
@@ -211,17 +286,21 @@ enum {
 	COL_HB_RTT,
 	COL_P50,
 	COL_P99,
-	COL_P999,
 	COL_MAX,
+	COL_ALL_P50,
+	COL_ALL_P99,
+	COL_ALL_P999,
+	COL_ALL_MAX,
 	NR_COLS,
 };
 
 _Static_assert(NR_COLS <= ST_COLS, "the path table has too many columns");
 
 static const char *const st_col_head[NR_COLS] = {
-	"IDX",	  "STATE",    "SRC->DST", "INFLT",    "IOPS",  "MB/S",
-	"RD-OPS", "RD-BYTES", "WR-OPS",	  "WR-BYTES", "ERR",   "FAILOV",
-	"RECON",  "HB-RTT",   "P50",	  "P99",      "P99.9", "MAX",
+	"IDX",	   "STATE",	"SRC->DST", "INFLT",	"IOPS", "MB/S",
+	"RD-OPS",  "RD-BYTES",	"WR-OPS",   "WR-BYTES", "ERR",	"FAILOV",
+	"RECON",   "HB-RTT",	"P50",	    "P99",	"MAX",	"ALL-P50",
+	"ALL-P99", "ALL-P99.9", "ALL-MAX",
 };
 
 static const bool st_col_narrow[NR_COLS] = {
@@ -237,14 +316,42 @@ static const bool st_col_narrow[NR_COLS] = {
  * @p: the path
  *
  * A path that is not carrying I/O is marked with a '!' so that it stands
- * out in a column of "connected".
+ * out in a column of "connected": one in another state, and a connected
+ * one the library demoted as sick (it gets probes only), "demoted!".
  */
 static void st_path_mark(char *buf, const struct jval *p)
 {
 	const char *state = jget_str(p, "state", "?");
+	const struct jval *demoted = jget(p, "demoted");
 
+	if (!strcmp(state, "connected") && demoted &&
+	    demoted->type == JT_BOOL && demoted->b)
+		state = "demoted";
 	snprintf(buf, ST_CELL, "%s%s", state,
 		 strcmp(state, "connected") ? "!" : "");
+}
+
+/*
+ * Why the paths marked "demoted!" are: the reason the library gave
+ * ("slow", "lossy") and how often it demoted them.
+ */
+static void st_print_demoted(FILE *f, const struct jval *paths)
+{
+	size_t i;
+
+	for (i = 0; i < paths->n; i++) {
+		const struct jval *p = &paths->items[i];
+		const struct jval *d = jget(p, "demoted");
+		const char *why = jget_str(p, "demote_reason", "");
+
+		if (!d || d->type != JT_BOOL || !d->b)
+			continue;
+		fprintf(f,
+			"    path %llu demoted%s%s: probes only until it recovers (demotions %llu)\n",
+			(unsigned long long)jget_u64(p, "idx", i),
+			why[0] ? " as " : "", why,
+			(unsigned long long)jget_u64(p, "demotions", 0));
+	}
 }
 
 /*
@@ -294,14 +401,16 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 			    const struct jval *c)
 {
 	static const bool right_all[NR_COLS] = {
-		[COL_IDX] = true,    [COL_INFLT] = true,
-		[COL_IOPS] = true,   [COL_MBPS] = true,
-		[COL_RD_OPS] = true, [COL_RD_BYTES] = true,
-		[COL_WR_OPS] = true, [COL_WR_BYTES] = true,
-		[COL_ERR] = true,    [COL_FAILOV] = true,
-		[COL_RECON] = true,  [COL_HB_RTT] = true,
-		[COL_P50] = true,    [COL_P99] = true,
-		[COL_P999] = true,   [COL_MAX] = true,
+		[COL_IDX] = true,     [COL_INFLT] = true,
+		[COL_IOPS] = true,    [COL_MBPS] = true,
+		[COL_RD_OPS] = true,  [COL_RD_BYTES] = true,
+		[COL_WR_OPS] = true,  [COL_WR_BYTES] = true,
+		[COL_ERR] = true,     [COL_FAILOV] = true,
+		[COL_RECON] = true,   [COL_HB_RTT] = true,
+		[COL_P50] = true,     [COL_P99] = true,
+		[COL_MAX] = true,     [COL_ALL_P50] = true,
+		[COL_ALL_P99] = true, [COL_ALL_P999] = true,
+		[COL_ALL_MAX] = true,
 	};
 	const char *head[NR_COLS];
 	bool right[NR_COLS];
@@ -339,6 +448,8 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 		const struct jval *lat = jget(p, "lat_us");
 		char cell[NR_COLS][ST_CELL];
 		char(*r)[ST_CELL] = st_row(&t);
+		uint64_t ilat[3];
+		size_t k;
 
 		if (!r)
 			break;
@@ -367,15 +478,27 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 						      0));
 		st_human_us(cell[COL_HB_RTT], ST_CELL,
 			    jget_u64(p, "hb_rtt_us", 0));
-		st_human_us(cell[COL_P50], ST_CELL, jget_u64(lat, "p50", 0));
-		st_human_us(cell[COL_P99], ST_CELL, jget_u64(lat, "p99", 0));
-		st_human_us(cell[COL_P999], ST_CELL, jget_u64(lat, "p999", 0));
-		st_human_us(cell[COL_MAX], ST_CELL, jget_u64(lat, "max", 0));
+		/* Something completed under 1 us is not "nothing". */
+		if (st_interval_lat(v, pid, sess, p, ilat))
+			for (k = 0; k < ARRAY_SIZE(ilat); k++)
+				ilat[k] = ilat[k] ? ilat[k] : 1;
+		st_human_us(cell[COL_P50], ST_CELL, ilat[0]);
+		st_human_us(cell[COL_P99], ST_CELL, ilat[1]);
+		st_human_us(cell[COL_MAX], ST_CELL, ilat[2]);
+		st_human_us(cell[COL_ALL_P50], ST_CELL,
+			    jget_u64(lat, "p50", 0));
+		st_human_us(cell[COL_ALL_P99], ST_CELL,
+			    jget_u64(lat, "p99", 0));
+		st_human_us(cell[COL_ALL_P999], ST_CELL,
+			    jget_u64(lat, "p999", 0));
+		st_human_us(cell[COL_ALL_MAX], ST_CELL,
+			    jget_u64(lat, "max", 0));
 		for (col = 0; col < NR_COLS; col++)
 			if (v->wide || st_col_narrow[col])
 				memcpy(r[map[col]], cell[col], ST_CELL);
 	}
 	st_table_print(f, &t, "    ");
+	st_print_demoted(f, paths);
 	/* --wide: what protects each path, where something does. */
 	for (i = 0; v->wide && i < paths->n; i++) {
 		const char *tls = jget_str(&paths->items[i], "tls", "");

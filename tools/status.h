@@ -5,10 +5,13 @@
 #ifndef IBTRS_TOOL_STATUS_H
 #define IBTRS_TOOL_STATUS_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "ctlclient.h"
 
 void st_print_prom(FILE *f, const struct st_set *set);
+bool st_hist_counts(const struct jval *p, uint64_t *counts);
 
 #endif /* IBTRS_TOOL_STATUS_H */

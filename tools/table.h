@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 /* Table geometry. */
-#define ST_COLS 20
+#define ST_COLS 24
 #define ST_CELL 160
 
 /**

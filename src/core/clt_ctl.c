@@ -147,9 +147,40 @@ static void path_sec_fn(void *arg)
 				      sizeof(a->str));
 }
 
+/*
+ * The path's latency histogram as it stands, the buckets that are not
+ * empty as [index, count] pairs: a reader that keeps two of them has the
+ * latencies of the time between (the percentiles are since the start).
+ * Bucket i holds the nanoseconds from hist_bucket_low(i, bits) up to the
+ * next bucket's low end.
+ */
+static void status_hist(struct clt_path *path, struct json *j)
+{
+	unsigned int i;
+
+	json_obj_begin(j, "lat_hist");
+	json_u64(j, "bits", IBTRS_HIST_BITS);
+	json_arr_begin(j, "ns");
+	for (i = 0; i < IBTRS_HIST_BUCKETS; i++) {
+		uint64_t v = atomic_load_explicit(&path->hist.b[i],
+						  memory_order_relaxed);
+
+		if (!v)
+			continue;
+		json_arr_begin(j, NULL);
+		json_u64(j, NULL, i);
+		json_u64(j, NULL, v);
+		json_arr_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
 static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 			struct json *j)
 {
+	struct clt_path *path = clt_path_get(sess, idx);
+
 	struct ibtrs_path_stats st = { .size = sizeof(st) };
 	struct path_sec sec = { .sess = sess, .idx = idx };
 
@@ -184,6 +215,8 @@ static void status_path(struct ibtrs_clt *sess, unsigned int idx,
 	json_u64(j, "p999", st.lat_p999_us);
 	json_u64(j, "max", st.lat_max_us);
 	json_obj_end(j);
+	if (path)
+		status_hist(path, j);
 	json_obj_end(j);
 }
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # bench.sh - "ibtrs server" + "ibtrs bench --verify --json" over two
-# loopback paths, for randwrite, randread and randrw with 4 KiB and 128 KiB requests.
+# loopback paths, for randwrite, randread and randrw with 4 KiB and 128 KiB requests;
+# at the end a run where nothing completes (the report says n/a).
 # Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
@@ -212,6 +213,66 @@ run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
 	--rw randrw --qd 8 --time 1 --verify --quiet >/dev/null 2>&1
 rc=$?
 [ "$rc" -eq 1 ] || fail "--verify against a --null server exited with $rc, not 1"
+stop_server "$SRV_PID"
+
+# Nothing completes: the server may not grow its export past 512 bytes
+# (RLIMIT_FSIZE, SIGXFSZ ignored), so every WRITE fails with EFBIG. What
+# has no request to divide by is "n/a" in the report, null in the JSON,
+# never -1; the exit status is 1 for the failed requests.
+img=$TMP/efbig.img
+truncate -s 64M "$img" || fail "truncate"
+(
+	trap '' XFSZ
+	ulimit -f 1
+	exec "$IBTRS" server --port 0 --quiet --export big="$img"
+) >"$TMP/efbig.out" 2>"$TMP/efbig.err" &
+SRV_PID=$!
+PIDS+=("$SRV_PID")
+port=
+for ((i = 0; i < 100; i++)); do
+	port=$(sed -n 's/^listening on port \([0-9][0-9]*\)$/\1/p' \
+		"$TMP/efbig.out" 2>/dev/null)
+	[ -n "$port" ] && break
+	kill -0 "$SRV_PID" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$port" ] || fail "the EFBIG server did not start: $(cat "$TMP/efbig.err")"
+out=$TMP/none.out
+run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--export big --rw write --time 1 --quiet >"$out" 2>"$TMP/none.err"
+rc=$?
+cat "$out"
+[ "$rc" -eq 1 ] || fail "bench where nothing completes exited with $rc, not 1"
+grep -Eq '^  IOPS 0, 0\.00 MB/s, 0 ops, errors [1-9][0-9]*,' "$out" ||
+	fail "nothing completed: not 0 ops with errors"
+grep -qx '  clat (us): n/a, no request completed' "$out" ||
+	fail "nothing completed: no n/a latency"
+grep -Eq '^CPU per request: client n/a \(user [0-9.]+ s, sys [0-9.]+ s\), server n/a \(user ' \
+	"$out" || fail "nothing completed: CPU per request not n/a"
+grep -q -- '-1' "$out" && fail "nothing completed: a -1 in the report"
+out=$TMP/none.json
+run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--export big --rw write --time 1 --json >"$out" 2>"$TMP/none.err"
+rc=$?
+echo "nothing completes: exit $rc: $(cat "$out")"
+[ "$rc" -eq 1 ] || fail "bench --json where nothing completes exited with $rc"
+if [ "$JSON" = jq ]; then
+	jq -e '.ops == 0 and .errors > 0 and .iops == 0 and
+		.cpu.client.us_per_req == null and
+		.cpu.server.us_per_req == null and
+		.lat_us.p99 == null and .lat_us.max == null' "$out" >/dev/null ||
+		fail "nothing completed: wrong JSON"
+else
+	python3 - "$out" <<'PY' || fail "nothing completed: wrong JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = (d["ops"] == 0 and d["errors"] > 0 and d["iops"] == 0
+      and d["cpu"]["client"]["us_per_req"] is None
+      and d["cpu"]["server"]["us_per_req"] is None
+      and d["lat_us"]["p99"] is None and d["lat_us"]["max"] is None)
+sys.exit(0 if ok else 1)
+PY
+fi
 stop_server "$SRV_PID"
 echo PASS
 exit 0

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 # status.sh - "ibtrs status" and the control commands against a running
 # server and a verifying bench over two loopback paths: the JSON, table and
-# Prometheus outputs, a policy change, a path disconnected (its I/O moves
-# to the other path) and reconnected, a stats reset, stale and silent
-# control sockets, bad input; at the end the bench has no errors and no
-# socket is left. Args: $1 ibtrs binary, $2 source dir, $3 build dir.
+# Prometheus outputs, the latency of the last interval under an injected
+# delay, a policy change, a path disconnected (its I/O moves to the other
+# path) and reconnected, a stats reset, stale and silent control sockets,
+# a fake process with a demoted path and exact histograms, bad input; at
+# the end the bench has no errors and no socket is left.
+# Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
 . "$(dirname "$0")/common.bash"
@@ -60,14 +62,16 @@ elif mode == "pids":         # pids: the pids that answered
 PY
 
 # prom.py < exposition text: every line is a comment or name{labels} value,
-# HELP and TYPE come once per family before its samples; argv: families
-# that must be there.
+# HELP and TYPE come once per family before its samples; a histogram's
+# buckets (NAME_bucket, le) do not decrease and the one of le="+Inf" is
+# its NAME_count; argv: families that must be there.
 cat >"$TMP/prom.py" <<'PY'
 import re, sys
 sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)'
                     r'\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*)\}'
                     r' (-?[0-9.e+-]+|NaN|[+-]Inf)$')
 typed, helped, seen = {}, set(), set()
+buckets, counts = {}, {}
 for n, line in enumerate(sys.stdin, 1):
     line = line.rstrip("\n")
     if not line:
@@ -80,15 +84,30 @@ for n, line in enumerate(sys.stdin, 1):
     if line.startswith("# TYPE "):
         _, _, name, kind = line.split()
         assert name not in typed, "TYPE twice: %s" % name
-        assert kind in ("counter", "gauge", "summary"), line
+        assert kind in ("counter", "gauge", "summary", "histogram"), line
         typed[name] = kind
         continue
     assert not line.startswith("#"), "line %d: %s" % (n, line)
     m = sample.match(line)
     assert m, "line %d does not parse: %s" % (n, line)
-    name = m.group(1)
+    name, labels, value = m.group(1), m.group(2), float(m.group(3))
+    for sfx in ("_bucket", "_count"):
+        base = name[:-len(sfx)]
+        if name.endswith(sfx) and typed.get(base) == "histogram":
+            le = re.search(r'(?:^|,)le="([^"]*)"', labels)
+            key = (base, re.sub(r',?le="[^"]*"', "", labels))
+            if sfx == "_bucket":
+                assert le, "line %d: a bucket without le" % n
+                b = buckets.setdefault(key, [])
+                assert not b or b[-1] <= value, "line %d: bucket decreases" % n
+                b.append(value)
+                if le.group(1) == "+Inf":
+                    counts[key] = value
+            else:
+                assert counts.get(key) == value, \
+                    "line %d: _count is not the +Inf bucket" % n
+            name = base
     assert name in typed and name in helped, "no TYPE/HELP: %s" % name
-    float(m.group(3))
     seen.add(name)
 missing = [f for f in sys.argv[1:] if f not in seen]
 assert not missing, "missing families: %s" % missing
@@ -203,7 +222,7 @@ grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT +[0-9]+ +[0-9.]+k? +[0-9]+\.[0
 grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT +[0-9]+ +0 +0\.0 " "$TMP/out" &&
 	fail "table: path 0 carries nothing in the last interval"
 ok status --wide
-grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +RD-OPS +RD-BYTES +WR-OPS +WR-BYTES +ERR +FAILOV +RECON +HB-RTT +P50 +P99 +P99\.9 +MAX$" \
+grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +RD-OPS +RD-BYTES +WR-OPS +WR-BYTES +ERR +FAILOV +RECON +HB-RTT +P50 +P99 +MAX +ALL-P50 +ALL-P99 +ALL-P99\.9 +ALL-MAX$" \
 	"$TMP/out" || fail "status --wide: not every column"
 grep -Eq "^    session $SESS \([0-9a-f]{8}\)$" "$TMP/out" ||
 	fail "status: the server's session has no UUID to tell it apart"
@@ -213,10 +232,13 @@ ok status --format prometheus
 python3 "$TMP/prom.py" ibtrs_path_ops_total ibtrs_path_bytes_total \
 	ibtrs_path_inflight ibtrs_path_errors_total ibtrs_path_failovers_total \
 	ibtrs_path_reconnects_total ibtrs_path_state ibtrs_path_hb_rtt_seconds \
-	ibtrs_path_latency_seconds ibtrs_server_requests_total \
+	ibtrs_path_latency_seconds ibtrs_path_request_duration_seconds \
+	ibtrs_server_requests_total \
 	ibtrs_server_replays_total <"$TMP/out" || fail "prometheus output"
 grep -q "^ibtrs_path_ops_total{pid=\"$BENCH_PID\",session=\"$SESS\",path=\"1\",.*dir=\"read\"} [1-9]" \
 	"$TMP/out" || fail "prometheus: no read ops of path 1"
+grep -q "^ibtrs_path_request_duration_seconds_count{pid=\"$BENCH_PID\",session=\"$SESS\",path=\"1\",.*} [1-9]" \
+	"$TMP/out" || fail "prometheus: no latency histogram of path 1"
 grep -q "^ibtrs_path_state{.*path=\"0\".*state=\"connected\"} 1$" "$TMP/out" ||
 	fail "prometheus: path 0 not connected"
 grep -q "^ibtrs_server_requests_total{pid=\"$SRV_PID\",port=\"$SRV_PORT\"} [1-9]" \
@@ -225,6 +247,40 @@ grep -q "^ibtrs_server_requests_total{pid=\"$SRV_PID\",port=\"$SRV_PORT\"} [1-9]
 # Bad input that needs the session.
 expect 1 policy "$SESS" rr --pid "$SRV_PID"
 expect 1 path remove "$SESS" 9
+
+# A 20 ms delay on path 1: the table's P99 is that of the last interval
+# (two reads of the histograms 0.5 s apart), so it shows the delay at once,
+# while the percentile since the start (ALL-P99), diluted by the fast
+# requests before, stays below it (with min-inflight: under round robin
+# the delay holds back path 0 as well).
+# us VALUE: a latency of the table in microseconds.
+us() {
+	awk -v v="$1" 'BEGIN {
+		n = v + 0
+		if (v ~ /us$/) print int(n); else if (v ~ /ms$/) print int(n * 1000)
+		else if (v ~ /s$/) print int(n * 1000000); else print -1 }'
+}
+ok policy "$SESS" min-inflight
+ok fault "$SESS" 1 delay 20
+got=
+for ((i = 0; i < 200; i++)); do
+	run_bounded 20 "$IBTRS" status --wide >"$TMP/wide" 2>/dev/null </dev/null
+	# IDX STATE SRC->DST ... HB-RTT P50 P99 MAX ALL-P50 ALL-P99 ...
+	read -r ip99 allp99 <<<"$(awk '$1 == 1 && NF == 21 { print $16, $19 }' "$TMP/wide")"
+	# 18 ms: the histogram's buckets are up to 12.5 % wide.
+	if [ -n "$ip99" ] && [ "$(us "$ip99")" -ge 18000 ]; then
+		got=1
+		break
+	fi
+	sleep 0.1
+done
+cat "$TMP/wide"
+[ -n "$got" ] || fail "interval P99 of path 1 never showed the 20 ms delay"
+echo "path 1 delayed 20 ms: P99 of the interval $ip99, since the start $allp99"
+[ "$allp99" != - ] && [ "$(us "$allp99")" -lt "$(us "$ip99")" ] ||
+	fail "the cumulative P99 ($allp99) is not below the interval's ($ip99)"
+# The delay lifted for the steps below.
+ok fault "$SESS" 1 none
 
 # Policy.
 ok policy "$SESS" min-latency
@@ -370,6 +426,74 @@ grep -q "stale socket of process $STALE_PID" "$TMP/err" ||
 python_socket stale
 expect 1 status --pid "$STALE_PID"
 [ -e "$IBTRS_RUNTIME_DIR/$STALE_PID.sock" ] && fail "stale socket not removed"
+
+# A process that answers what the library would (a fake, so that the
+# figures are exact): path 1 demoted as slow, its histogram 100000
+# requests of 100 us from before and 50 more of 22 ms per read. The table
+# marks it "demoted!" with the reason on a line, within 100 columns; the
+# interval's P99 is 22 ms while the one since the start stays at 100 us.
+cat >"$TMP/fake.py" <<'PY'
+import json, os, socket, sys
+def bucket(v):
+    if v < 8:
+        return v
+    shift = v.bit_length() - 1 - 3
+    return ((shift + 1) << 3) + (v >> shift) - 8
+s = socket.socket(socket.AF_UNIX)
+s.bind(os.path.join(sys.argv[1], "%d.sock" % os.getpid()))
+s.listen(16)
+print("ready", flush=True)
+n = 0
+while True:
+    c, _ = s.accept()
+    c.makefile().readline()
+    n += 1
+    fast, slow = bucket(100000), bucket(22000000)
+    def path(idx, hist, demoted):
+        return {"idx": idx, "state": "connected", "src": "",
+                "dst": "127.0.0.1:9", "tls": "", "inflight": 1,
+                "rd_ops": 100 * n, "rd_bytes": 409600 * n, "wr_ops": 0,
+                "wr_bytes": 0, "errors": 0, "failovers": 0,
+                "reconnect_attempts": 0, "reconnects": 0, "hb_rtt_us": 50,
+                "demoted": demoted, "demote_reason": "slow" if demoted else "",
+                "demotions": 1 if demoted else 0, "readmissions": 0,
+                "lat_us": {"p50": 100, "p99": 100, "p999": 100, "max": 100},
+                "lat_hist": {"bits": 3, "ns": sorted(hist.items())}}
+    doc = {"pid": os.getpid(), "comm": "fake", "servers": [],
+           "clients": [{"sessname": "fake", "uuid": "", "backend": "tcp",
+                        "policy": "min-inflight", "queue_depth": 8,
+                        "max_io_size": 4096, "events": [],
+                        "paths": [path(0, {fast: 1000 * n}, False),
+                                  path(1, {fast: 100000, slow: 50 * n},
+                                       True)]}]}
+    c.sendall((json.dumps(doc) + "\n").encode())
+    c.close()
+PY
+python3 "$TMP/fake.py" "$IBTRS_RUNTIME_DIR" >"$TMP/fake.out" &
+FAKE_PID=$!
+PIDS+=("$FAKE_PID")
+for ((i = 0; i < 100; i++)); do
+	grep -q ready "$TMP/fake.out" 2>/dev/null && break
+	sleep 0.1
+done
+ok status --pid "$FAKE_PID"
+cat "$TMP/out"
+grep -Eq "^ +0  connected  127\.0\.0\.1:9 .* [0-9.]+us$" "$TMP/out" ||
+	fail "fake: path 0 not connected, or no interval P99"
+grep -Eq "^ +1  demoted!   127\.0\.0\.1:9 .* 22\.0ms$" "$TMP/out" ||
+	fail "fake: path 1 not marked demoted, or its interval P99 not 22 ms"
+grep -qx "    path 1 demoted as slow: probes only until it recovers (demotions 1)" \
+	"$TMP/out" || fail "fake: no reason for the demotion of path 1"
+[ "$(grep -c demoted "$TMP/out")" -eq 2 ] || fail "fake: path 0 marked demoted"
+awk 'length($0) > 100 { print "too wide: " $0; bad = 1 } END { exit bad }' \
+	"$TMP/out" || fail "table with a demoted path wider than 100 columns"
+ok status --pid "$FAKE_PID" --wide
+read -r ip99 allp99 <<<"$(awk '$1 == 1 && NF == 21 { print $16, $19 }' "$TMP/out")"
+echo "fake path 1: P99 of the interval $ip99, since the start $allp99"
+[ "$ip99" = 22.0ms ] && [ "$allp99" = 100us ] ||
+	fail "fake: interval P99 $ip99, cumulative $allp99: not 22 ms and 100 us"
+kill "$FAKE_PID"
+wait "$FAKE_PID" 2>/dev/null
 
 # Everything stopped: nothing is left behind.
 stop_server "$SRV_PID"
