@@ -126,11 +126,13 @@ static void req_complete(struct clt_req *req, int err)
 	req_unmap(req, !err);
 	if (path) {
 		/* The time the loop woke up for this batch: when the answer
-		 * was taken in. A request posted from another thread during
-		 * the batch can be answered in it: then read the clock. */
+		 * was taken in. A request posted during the batch (from
+		 * another thread, or from a completion of this batch, which
+		 * then starts at the batch's time) can be answered in it:
+		 * then read the clock, or it would count 0 ns. */
 		uint64_t now = ibtrs_loop_now_ns(req->sess->loop);
 
-		if (now < req->start_ns)
+		if (now <= req->start_ns)
 			now = ibtrs_now_ns();
 		/* The loop thread is the only writer of these. */
 		if (err) {
