@@ -1215,18 +1215,14 @@ static void gray_judge(struct ibtrs_clt *sess, struct clt_path *path,
 }
 
 /*
- * Min-latency hysteresis: who is in the band of the fastest (path.h). The
- * measure is the cost per request in flight once every usable path has
- * one: the heartbeat RTT waits behind the data queued on its connection,
- * so a loaded fast path would look slower than an idle slow one. Until
- * then (a path new or never used) the heartbeat RTT, so that every path
- * gets requests and thereby a cost.
+ * Min-latency hysteresis: who is in the band of the fastest (path.h), by
+ * the cost per request in flight once every usable path has one, by the
+ * heartbeat RTT until then.
  */
 static void gray_band(struct ibtrs_clt *sess)
 {
 	struct ibtrs_policy_path pp[IBTRS_MAX_PATHS];
 	unsigned int i, n = atomic_load(&sess->path_cnt);
-	bool costs = true;
 
 	for (i = 0; i < n; i++) {
 		struct clt_path *p = sess->paths[i];
@@ -1237,12 +1233,7 @@ static void gray_band(struct ibtrs_clt *sess)
 		pp[i].cost_ns = atomic_load(&p->lat_cost_ns);
 		pp[i].rtt_ns = atomic_load(&p->hb_rtt_ns);
 		pp[i].in_band = atomic_load(&p->lat_band);
-		if (pp[i].usable && !pp[i].cost_ns)
-			costs = false;
 	}
-	if (costs)
-		for (i = 0; i < n; i++)
-			pp[i].rtt_ns = pp[i].cost_ns;
 	ibtrs_policy_band(pp, n);
 	for (i = 0; i < n; i++)
 		atomic_store_explicit(&sess->paths[i]->lat_band, pp[i].in_band,

@@ -35,20 +35,38 @@ static uint64_t rtt_of(const struct ibtrs_policy_path *p)
 	return p->rtt_ns ? p->rtt_ns : UINT64_MAX;
 }
 
+/* The band's measure of @p: its cost if @costs, else its RTT. */
+static uint64_t measure_of(const struct ibtrs_policy_path *p, bool costs)
+{
+	if (costs)
+		return p->cost_ns;
+	return rtt_of(p);
+}
+
 unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n)
 {
 	uint64_t min = UINT64_MAX;
-	unsigned int i, cnt = 0;
+	unsigned int i, cnt = 0, usable = 0;
+	bool costs = true;
 
+	/* The cost once every usable path has one: the heartbeat waits
+	 * behind the data queued on its connection. */
 	for (i = 0; i < n; i++)
-		if (paths[i].usable && rtt_of(&paths[i]) < min)
-			min = rtt_of(&paths[i]);
+		if (paths[i].usable) {
+			usable++;
+			costs &= paths[i].cost_ns != 0;
+		}
+	costs &= usable != 0;
+	for (i = 0; i < n; i++)
+		if (paths[i].usable && measure_of(&paths[i], costs) < min)
+			min = measure_of(&paths[i], costs);
 	for (i = 0; i < n; i++) {
 		struct ibtrs_policy_path *p = &paths[i];
 		uint64_t lim = p->in_band ? min + min / 2 + 50000
 					  : min + min / 4 + 20000;
 
-		p->in_band = p->usable && min != UINT64_MAX && rtt_of(p) <= lim;
+		p->in_band = p->usable && min != UINT64_MAX &&
+			     measure_of(p, costs) <= lim;
 		cnt += p->in_band;
 	}
 	return cnt;

@@ -82,12 +82,15 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 
 /*
  * Min-latency hysteresis: set paths[i].in_band for the usable paths of
- * @n whose RTT (the caller's measure of latency: rtt_ns) is close to the
- * lowest: a path joins the band within
- * RTT <= min * 5/4 + 20 us and leaves it only beyond RTT > min * 3/2 +
- * 50 us, so that RTTs moving by a few microseconds do not swing the
- * traffic from path to path. An unmeasured or unusable path is not in
- * the band. Returns the paths in the band.
+ * @n whose measure is close to the lowest: a path joins the band within
+ * min * 5/4 + 20 us and leaves it only beyond min * 3/2 + 50 us, so that
+ * measures moving by a few microseconds do not swing the traffic from
+ * path to path. The measure is cost_ns once every usable path has one
+ * (a heartbeat waits behind the data queued on its connection: a loaded
+ * fast path's RTT is above an idle slow one's), rtt_ns until then, so
+ * that a path new or never used gets requests, hence a cost. An
+ * unmeasured or unusable path is not in the band. Returns the paths in
+ * the band.
  */
 unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n);
 

@@ -175,6 +175,41 @@ static void test_band(void)
 	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 3, &cursor), 0);
 }
 
+/* The band follows request cost once every usable path has one. */
+static void test_band_cost(void)
+{
+	struct ibtrs_policy_path p[2] = {
+		/* Loaded fast path: its heartbeat waits behind its data. */
+		{ .usable = true, .rtt_ns = 40 * MS, .inflight = 8 },
+		/* Idle slow path: a quick heartbeat, slow requests. */
+		{ .usable = true, .rtt_ns = 1 * MS },
+	};
+	unsigned int cursor = 0;
+
+	/* Path 0 has no cost yet: the RTTs judge, path 1 alone is in. */
+	p[1].cost_ns = 100 * MS;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
+	CHECK(!p[0].in_band && p[1].in_band);
+	/* Both measured: the cost judges, whatever the heartbeats say. */
+	p[0].cost_ns = 10 * MS;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
+	CHECK(p[0].in_band && !p[1].in_band);
+	/* Nine in flight on the fast path: (9 + 1) * 10 is not below the
+	 * slow path's (0 + 1) * 100 ... */
+	p[0].inflight = 9;
+	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 0);
+	/* ... ten are: the slow path takes the overflow, then no more. */
+	p[0].inflight = 10;
+	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 1);
+	p[1].inflight = 1;
+	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 0);
+	/* An unusable path's missing cost does not bring back the RTTs. */
+	p[1].cost_ns = 0;
+	p[1].usable = false;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
+	CHECK(p[0].in_band && !p[1].in_band);
+}
+
 static void test_window(void)
 {
 	static struct ibtrs_hist h;
@@ -322,6 +357,7 @@ int main(void)
 	test_hold();
 	test_demoted();
 	test_band();
+	test_band_cost();
 	test_aggregate();
 	test_window();
 	return 0;
