@@ -1216,8 +1216,8 @@ static void gray_judge(struct ibtrs_clt *sess, struct clt_path *path,
 
 /*
  * Min-latency hysteresis: who is in the band of the fastest (path.h), by
- * the cost per request in flight once every usable path has one, by the
- * heartbeat RTT until then.
+ * the cost per request in flight once a path has one, by the heartbeat
+ * RTT until then.
  */
 static void gray_band(struct ibtrs_clt *sess)
 {

@@ -35,38 +35,36 @@ static uint64_t rtt_of(const struct ibtrs_policy_path *p)
 	return p->rtt_ns ? p->rtt_ns : UINT64_MAX;
 }
 
-/* The band's measure of @p: its cost if @costs, else its RTT. */
-static uint64_t measure_of(const struct ibtrs_policy_path *p, bool costs)
-{
-	if (costs)
-		return p->cost_ns;
-	return rtt_of(p);
-}
-
 unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n)
 {
 	uint64_t min = UINT64_MAX;
-	unsigned int i, cnt = 0, usable = 0;
-	bool costs = true;
+	unsigned int i, cnt = 0;
+	bool costs = false;
 
-	/* The cost once every usable path has one: the heartbeat waits
-	 * behind the data queued on its connection. */
+	/* The cost once a path has one: the heartbeat waits behind the
+	 * data queued on its connection. */
 	for (i = 0; i < n; i++)
-		if (paths[i].usable) {
-			usable++;
-			costs &= paths[i].cost_ns != 0;
-		}
-	costs &= usable != 0;
-	for (i = 0; i < n; i++)
-		if (paths[i].usable && measure_of(&paths[i], costs) < min)
-			min = measure_of(&paths[i], costs);
+		costs |= paths[i].usable && paths[i].cost_ns;
+	for (i = 0; i < n; i++) {
+		const struct ibtrs_policy_path *p = &paths[i];
+		uint64_t v = costs ? p->cost_ns : rtt_of(p);
+
+		if (p->usable && v && v < min)
+			min = v;
+	}
 	for (i = 0; i < n; i++) {
 		struct ibtrs_policy_path *p = &paths[i];
 		uint64_t lim = p->in_band ? min + min / 2 + 50000
 					  : min + min / 4 + 20000;
 
-		p->in_band = p->usable && min != UINT64_MAX &&
-			     measure_of(p, costs) <= lim;
+		if (!p->usable || min == UINT64_MAX)
+			p->in_band = false;
+		else if (costs)
+			/* Without a cost yet (new, or never chosen): in the
+			 * band, to get requests and thus a cost. */
+			p->in_band = !p->cost_ns || p->cost_ns <= lim;
+		else
+			p->in_band = rtt_of(p) <= lim;
 		cnt += p->in_band;
 	}
 	return cnt;

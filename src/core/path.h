@@ -85,12 +85,13 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
  * @n whose measure is close to the lowest: a path joins the band within
  * min * 5/4 + 20 us and leaves it only beyond min * 3/2 + 50 us, so that
  * measures moving by a few microseconds do not swing the traffic from
- * path to path. The measure is cost_ns once every usable path has one
- * (a heartbeat waits behind the data queued on its connection: a loaded
- * fast path's RTT is above an idle slow one's), rtt_ns until then, so
- * that a path new or never used gets requests, hence a cost. An
- * unmeasured or unusable path is not in the band. Returns the paths in
- * the band.
+ * path to path. The measure is cost_ns once a usable path has one (a
+ * heartbeat waits behind the data queued on its connection: a loaded
+ * fast path's RTT is above an idle slow one's); a usable path without a
+ * cost is then in the band, so that a path new or never chosen gets
+ * requests, hence a cost. Before any cost, rtt_ns, and a path without
+ * an RTT is not in the band. An unusable path is never in it. Returns
+ * the paths in the band.
  */
 unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n);
 

@@ -186,10 +186,14 @@ static void test_band_cost(void)
 	};
 	unsigned int cursor = 0;
 
-	/* Path 0 has no cost yet: the RTTs judge, path 1 alone is in. */
-	p[1].cost_ns = 100 * MS;
+	/* No cost yet: the RTTs judge, path 1 alone is in. */
 	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
 	CHECK(!p[0].in_band && p[1].in_band);
+	/* Path 1 measured, path 0 not yet: the cost judges, and path 0
+	 * is in the band to be measured (else it never would be). */
+	p[1].cost_ns = 100 * MS;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 2);
+	CHECK(p[0].in_band && p[1].in_band);
 	/* Both measured: the cost judges, whatever the heartbeats say. */
 	p[0].cost_ns = 10 * MS;
 	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
@@ -203,8 +207,13 @@ static void test_band_cost(void)
 	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 1);
 	p[1].inflight = 1;
 	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 0);
-	/* An unusable path's missing cost does not bring back the RTTs. */
+	/* A new path with a quick heartbeat and no cost: in the band, while
+	 * the others are still judged on cost. */
 	p[1].cost_ns = 0;
+	p[1].inflight = 0;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 2);
+	CHECK(p[0].in_band && p[1].in_band);
+	/* Unusable: never in the band. */
 	p[1].usable = false;
 	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
 	CHECK(p[0].in_band && !p[1].in_band);
