@@ -15,6 +15,8 @@
 #   gap        path 1's link cut after 1/3 of the run: the longest gap
 #              without a completed request (ibtrs: max_gap_ms; MPTCP: the
 #              longest iperf3 interval of 0.1 s with nothing sent)
+# and for ibtrs the longest latency of one request (max_lat_ms): with a
+# path cut, that of a request caught on it, failed over.
 # A benchmark, not a test: it prints, it does not judge. Needs root,
 # iproute2, tc, python3; the MPTCP rows need iperf3 and mptcpize (Debian
 # iperf3, mptcpd) and a kernel with MPTCP. Only addresses inside the
@@ -57,7 +59,8 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 
-# ibtrs_row NAME NPATHS POLICY [CUT]: prints "MB/s max_gap_ms share1".
+# ibtrs_row NAME NPATHS POLICY [CUT]: prints "MB/s max_gap_ms share1
+# max_lat_ms".
 ibtrs_row() {
 	local name=$1 np=$2 policy=$3 cut=${4:-} args bpid
 	args=(--path ip:10.250.40.2)
@@ -77,11 +80,12 @@ import json, sys
 try:
     d = json.load(open(sys.argv[1]))
 except Exception:
-    print("n/a n/a n/a")
+    print("n/a n/a n/a n/a")
     sys.exit(0)
 ops = [p["ops"] for p in d["paths"]]
 share = 100.0 * ops[1] / sum(ops) if len(ops) > 1 and sum(ops) else 0
-print(f"{d['mbps']:.2f} {d.get('max_gap_ms', 0):.0f} {share:.2f}")
+lat = d.get("lat_us", {}).get("max", 0) / 1000.0
+print(f"{d['mbps']:.2f} {d.get('max_gap_ms', 0):.0f} {share:.2f} {lat:.0f}")
 EOF
 }
 
@@ -125,14 +129,14 @@ except Exception:
 EOF
 }
 
-printf '%-28s %10s %12s %10s\n' row MB/s max_gap_ms path1_%
+printf '%-28s %10s %12s %10s %11s\n' row MB/s max_gap_ms path1_% max_lat_ms
 limit 0 "$rate"
 limit 1 "$rate"
-read -r one g1 _ < <(ibtrs_row one 1 min-inflight)
-printf '%-28s %10s %12s %10s\n' "ibtrs one path R" "$one" "$g1" -
+read -r one g1 _ l < <(ibtrs_row one 1 min-inflight)
+printf '%-28s %10s %12s %10s %11s\n' "ibtrs one path R" "$one" "$g1" - "$l"
 for pol in min-inflight rr min-latency; do
-	read -r m g s < <(ibtrs_row "two-$pol" 2 "$pol")
-	printf '%-28s %10s %12s %10s\n' "ibtrs two R ($pol)" "$m" "$g" "$s"
+	read -r m g s l < <(ibtrs_row "two-$pol" 2 "$pol")
+	printf '%-28s %10s %12s %10s %11s\n' "ibtrs two R ($pol)" "$m" "$g" "$s" "$l"
 done
 read -r m g < <(mptcp_row mptcp-one 1)
 printf '%-28s %10s %12s %10s\n' "mptcp one path R" "$m" "$g" -
@@ -140,13 +144,13 @@ read -r m g < <(mptcp_row mptcp-two 2)
 printf '%-28s %10s %12s %10s\n' "mptcp two R" "$m" "$g" -
 limit 1 "$((rate / 10))"
 for pol in min-inflight rr min-latency; do
-	read -r m g s < <(ibtrs_row "slow-$pol" 2 "$pol")
-	printf '%-28s %10s %12s %10s\n' "ibtrs R + R/10 ($pol)" "$m" "$g" "$s"
+	read -r m g s l < <(ibtrs_row "slow-$pol" 2 "$pol")
+	printf '%-28s %10s %12s %10s %11s\n' "ibtrs R + R/10 ($pol)" "$m" "$g" "$s" "$l"
 done
 read -r m g < <(mptcp_row mptcp-slow 2)
 printf '%-28s %10s %12s %10s\n' "mptcp R + R/10" "$m" "$g" -
 limit 1 "$rate"
-read -r m g s < <(ibtrs_row cut 2 min-inflight cut)
-printf '%-28s %10s %12s %10s\n' "ibtrs two R, path 1 cut" "$m" "$g" "$s"
+read -r m g s l < <(ibtrs_row cut 2 min-inflight cut)
+printf '%-28s %10s %12s %10s %11s\n' "ibtrs two R, path 1 cut" "$m" "$g" "$s" "$l"
 read -r m g < <(mptcp_row mptcp-cut 2 cut)
 printf '%-28s %10s %12s %10s\n' "mptcp two R, path 1 cut" "$m" "$g" -

@@ -186,6 +186,8 @@ struct clt_path {
 	uint64_t gray_n;		  /* requests of the last window */
 	uint64_t gray_segs, gray_retrans; /* backend counters, last window */
 	uint64_t gray_snap[IBTRS_HIST_BUCKETS];
+	/* min-latency: cost per request in flight, last window; 0: unknown */
+	_Atomic uint64_t lat_cost_ns;
 };
 
 /* Why a path was demoted. */

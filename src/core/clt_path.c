@@ -1057,6 +1057,7 @@ static void gray_reset(struct clt_path *path)
 	path->gray_inflight_sum = path->gray_ticks = 0;
 	path->gray_segs = path->gray_retrans = 0;
 	atomic_store_explicit(&path->lat_band, false, memory_order_relaxed);
+	atomic_store_explicit(&path->lat_cost_ns, 0, memory_order_relaxed);
 	ibtrs_hist_window(&path->hist, path->gray_snap, 0.5, &n);
 }
 
@@ -1079,6 +1080,10 @@ static bool gray_measure(struct clt_path *path, uint64_t *dsegs,
 		path->gray_p50_ns = path->gray_p50_ns * path->gray_ticks /
 				    path->gray_inflight_sum;
 	path->gray_inflight_sum = path->gray_ticks = 0;
+	/* Min-latency's measure: kept from the last window with requests. */
+	if (path->gray_n)
+		atomic_store_explicit(&path->lat_cost_ns, path->gray_p50_ns,
+				      memory_order_relaxed);
 	for (i = 0; i < path->con_num; i++) {
 		if (!path->cons[i].xcon || ops->health(path->cons[i].xcon, &h))
 			continue;
@@ -1209,7 +1214,11 @@ static void gray_judge(struct ibtrs_clt *sess, struct clt_path *path,
 			(unsigned long long)dsegs, path->gray_probation);
 }
 
-/* Min-latency hysteresis: who is in the band of the fastest (path.h). */
+/*
+ * Min-latency hysteresis: who is in the band of the fastest (path.h), by
+ * the cost per request in flight once a path has one, by the heartbeat
+ * RTT until then.
+ */
 static void gray_band(struct ibtrs_clt *sess)
 {
 	struct ibtrs_policy_path pp[IBTRS_MAX_PATHS];
@@ -1221,6 +1230,7 @@ static void gray_band(struct ibtrs_clt *sess)
 		memset(&pp[i], 0, sizeof(pp[i]));
 		pp[i].usable = path_state(p) == IBTRS_PATH_CONNECTED &&
 			       !atomic_load(&p->demoted);
+		pp[i].cost_ns = atomic_load(&p->lat_cost_ns);
 		pp[i].rtt_ns = atomic_load(&p->hb_rtt_ns);
 		pp[i].in_band = atomic_load(&p->lat_band);
 	}

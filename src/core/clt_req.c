@@ -195,6 +195,8 @@ int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude)
 			atomic_load_explicit(&p->demoted, memory_order_relaxed);
 		pp[i].in_band = atomic_load_explicit(&p->lat_band,
 						     memory_order_relaxed);
+		pp[i].cost_ns = atomic_load_explicit(&p->lat_cost_ns,
+						     memory_order_relaxed);
 	}
 	/* Round robin need not be exact: two submitters racing here may
 	 * take the same turn, which costs less than a locked add on every

@@ -39,16 +39,32 @@ unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n)
 {
 	uint64_t min = UINT64_MAX;
 	unsigned int i, cnt = 0;
+	bool costs = false;
 
+	/* The cost once a path has one: the heartbeat waits behind the
+	 * data queued on its connection. */
 	for (i = 0; i < n; i++)
-		if (paths[i].usable && rtt_of(&paths[i]) < min)
-			min = rtt_of(&paths[i]);
+		costs |= paths[i].usable && paths[i].cost_ns;
+	for (i = 0; i < n; i++) {
+		const struct ibtrs_policy_path *p = &paths[i];
+		uint64_t v = costs ? p->cost_ns : rtt_of(p);
+
+		if (p->usable && v && v < min)
+			min = v;
+	}
 	for (i = 0; i < n; i++) {
 		struct ibtrs_policy_path *p = &paths[i];
 		uint64_t lim = p->in_band ? min + min / 2 + 50000
 					  : min + min / 4 + 20000;
 
-		p->in_band = p->usable && min != UINT64_MAX && rtt_of(p) <= lim;
+		if (!p->usable || min == UINT64_MAX)
+			p->in_band = false;
+		else if (costs)
+			/* Without a cost yet (new, or never chosen): in the
+			 * band, to get requests and thus a cost. */
+			p->in_band = !p->cost_ns || p->cost_ns <= lim;
+		else
+			p->in_band = rtt_of(p) <= lim;
 		cnt += p->in_band;
 	}
 	return cnt;
@@ -68,12 +84,21 @@ static bool better(int policy, const struct ibtrs_policy_path *a,
 	return a->inflight < b->inflight;
 }
 
+/* Expected delay of one more request on @p; UINT64_MAX: unknown. */
+static uint64_t delay_of(const struct ibtrs_policy_path *p)
+{
+	if (!p->cost_ns || p->inflight >= UINT64_MAX / p->cost_ns - 1)
+		return UINT64_MAX;
+	return (p->inflight + 1) * p->cost_ns;
+}
+
 int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			unsigned int n, unsigned int *cursor)
 {
 	unsigned int i, start = *cursor, healthy = 0, demoted = 0;
-	bool band = false, want_demoted;
-	int best = -1;
+	uint64_t least = UINT64_MAX, cap;
+	bool band = false, want_demoted, skipped = false;
+	int best = -1, over = -1;
 
 	*cursor = start + 1;
 	for (i = 0; i < n; i++) {
@@ -90,6 +115,16 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 	want_demoted = healthy && demoted &&
 		       start % IBTRS_POLICY_PROBE_EVERY == 0;
 	for (i = 0; i < n; i++) {
+		const struct ibtrs_policy_path *p = &paths[i];
+
+		if (p->usable && (!healthy || p->demoted == want_demoted) &&
+		    p->inflight < least)
+			least = p->inflight;
+	}
+	/* Round robin's bound on a path's queue, against the shortest. */
+	cap = least < UINT64_MAX / 4 ? 2 * least + IBTRS_POLICY_RR_SLACK
+				     : UINT64_MAX;
+	for (i = 0; i < n; i++) {
 		unsigned int idx = (start + i) % n;
 		const struct ibtrs_policy_path *p = &paths[idx];
 
@@ -97,10 +132,47 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			continue;
 		if (healthy && p->demoted != want_demoted)
 			continue;
-		if (policy == IBTRS_MP_ROUND_ROBIN)
-			return (int)idx;
+		if (policy == IBTRS_MP_ROUND_ROBIN) {
+			/* The path at turn is over its bound: the one with
+			 * the fewest in flight instead, so that the turn
+			 * does not fall to whichever path comes next. */
+			if (p->inflight > cap) {
+				skipped = true;
+				continue;
+			}
+			if (!skipped)
+				return (int)idx;
+			if (best < 0 || p->inflight < paths[best].inflight)
+				best = (int)idx;
+			continue;
+		}
+		/* Min-latency: the overflow candidate outside the band. */
+		if (policy == IBTRS_MP_MIN_LATENCY && band && !p->in_band) {
+			if (delay_of(p) != UINT64_MAX &&
+			    (over < 0 || delay_of(p) < delay_of(&paths[over])))
+				over = (int)idx;
+			continue;
+		}
 		if (best < 0 || better(policy, p, &paths[best], band))
 			best = (int)idx;
+	}
+	/* Both costs known: the overflow only if it is expected sooner. */
+	if (over >= 0 &&
+	    (best < 0 || (delay_of(&paths[best]) != UINT64_MAX &&
+			  delay_of(&paths[over]) < delay_of(&paths[best]))))
+		return over;
+	if (best < 0 && policy == IBTRS_MP_MIN_LATENCY && band) {
+		/* Only paths outside the band, none with a known cost. */
+		for (i = 0; i < n; i++) {
+			unsigned int idx = (start + i) % n;
+			const struct ibtrs_policy_path *p = &paths[idx];
+
+			if (!p->usable ||
+			    (healthy && p->demoted != want_demoted))
+				continue;
+			if (best < 0 || better(policy, p, &paths[best], false))
+				best = (int)idx;
+		}
 	}
 	return best;
 }

@@ -40,7 +40,18 @@ struct ibtrs_policy_path {
 	uint64_t rtt_ns; /* 0: unknown */
 	bool demoted;	 /* gray: no new requests while others are usable */
 	bool in_band; /* min-latency: among the fastest (ibtrs_policy_band) */
+	/* What a request costs on it per request in flight, measured from
+	 * completions (median latency over mean in flight); 0: unknown. */
+	uint64_t cost_ns;
 };
+
+/*
+ * Round robin skips a path with more than twice the fewest requests in
+ * flight (of the paths it could choose) plus this many, for the one with
+ * the fewest: a slow path's
+ * queue stays bounded instead of holding most of the session's tags.
+ */
+#define IBTRS_POLICY_RR_SLACK 2u
 
 /*
  * A demoted path still gets one request in this many while healthy paths
@@ -55,21 +66,32 @@ struct ibtrs_policy_path {
  * Demoted paths are left out while a usable path is not demoted, except
  * for one call in IBTRS_POLICY_PROBE_EVERY (by @cursor), which chooses
  * among the demoted ones; with only demoted paths usable they are chosen
- * as any. Min-latency chooses, among the paths of the band (in_band; all
+ * as any. Round robin takes the paths in turn but skips one whose
+ * requests in flight are above twice the fewest plus IBTRS_POLICY_RR_SLACK,
+ * taking the path with the fewest instead.
+ * Min-latency chooses, among the paths of the band (in_band; all
  * paths with the lowest known RTT if none is), the one with the fewest
  * requests in flight, so that paths of about the same latency share the
- * load.
+ * load; a path outside the band is chosen instead when its expected delay,
+ * (inflight + 1) * cost_ns, is below that of the band's choice (both costs
+ * known), so that a slower path takes the overflow of a loaded fast one
+ * but never a queue longer than its worth.
  */
 int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			unsigned int n, unsigned int *cursor);
 
 /*
  * Min-latency hysteresis: set paths[i].in_band for the usable paths of
- * @n whose RTT is close to the lowest: a path joins the band within
- * RTT <= min * 5/4 + 20 us and leaves it only beyond RTT > min * 3/2 +
- * 50 us, so that RTTs moving by a few microseconds do not swing the
- * traffic from path to path. An unmeasured or unusable path is not in
- * the band. Returns the paths in the band.
+ * @n whose measure is close to the lowest: a path joins the band within
+ * min * 5/4 + 20 us and leaves it only beyond min * 3/2 + 50 us, so that
+ * measures moving by a few microseconds do not swing the traffic from
+ * path to path. The measure is cost_ns once a usable path has one (a
+ * heartbeat waits behind the data queued on its connection: a loaded
+ * fast path's RTT is above an idle slow one's); a usable path without a
+ * cost is then in the band, so that a path new or never chosen gets
+ * requests, hence a cost. Before any cost, rtt_ns, and a path without
+ * an RTT is not in the band. An unusable path is never in it. Returns
+ * the paths in the band.
  */
 unsigned int ibtrs_policy_band(struct ibtrs_policy_path *paths, unsigned int n);
 

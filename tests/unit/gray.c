@@ -7,6 +7,7 @@
  * detector reads.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hb.h"
@@ -174,6 +175,50 @@ static void test_band(void)
 	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 3, &cursor), 0);
 }
 
+/* The band follows request cost once every usable path has one. */
+static void test_band_cost(void)
+{
+	struct ibtrs_policy_path p[2] = {
+		/* Loaded fast path: its heartbeat waits behind its data. */
+		{ .usable = true, .rtt_ns = 40 * MS, .inflight = 8 },
+		/* Idle slow path: a quick heartbeat, slow requests. */
+		{ .usable = true, .rtt_ns = 1 * MS },
+	};
+	unsigned int cursor = 0;
+
+	/* No cost yet: the RTTs judge, path 1 alone is in. */
+	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
+	CHECK(!p[0].in_band && p[1].in_band);
+	/* Path 1 measured, path 0 not yet: the cost judges, and path 0
+	 * is in the band to be measured (else it never would be). */
+	p[1].cost_ns = 100 * MS;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 2);
+	CHECK(p[0].in_band && p[1].in_band);
+	/* Both measured: the cost judges, whatever the heartbeats say. */
+	p[0].cost_ns = 10 * MS;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
+	CHECK(p[0].in_band && !p[1].in_band);
+	/* Nine in flight on the fast path: (9 + 1) * 10 is not below the
+	 * slow path's (0 + 1) * 100 ... */
+	p[0].inflight = 9;
+	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 0);
+	/* ... ten are: the slow path takes the overflow, then no more. */
+	p[0].inflight = 10;
+	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 1);
+	p[1].inflight = 1;
+	CHECK_EQ(ibtrs_policy_select(IBTRS_MP_MIN_LATENCY, p, 2, &cursor), 0);
+	/* A new path with a quick heartbeat and no cost: in the band, while
+	 * the others are still judged on cost. */
+	p[1].cost_ns = 0;
+	p[1].inflight = 0;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 2);
+	CHECK(p[0].in_band && p[1].in_band);
+	/* Unusable: never in the band. */
+	p[1].usable = false;
+	CHECK_EQ(ibtrs_policy_band(p, 2), 1);
+	CHECK(p[0].in_band && !p[1].in_band);
+}
+
 static void test_window(void)
 {
 	static struct ibtrs_hist h;
@@ -205,12 +250,124 @@ static void test_window(void)
 	CHECK(v > 870 * US && v < 1130 * US);
 }
 
+/*
+ * A session at queue depth SIM_QD on two fake paths, each a pipe that
+ * serves one request per @svc ticks after @delay ticks of propagation:
+ * requests complete in order, and a path needs several in flight to be
+ * busy. Returns the requests completed in SIM_TICKS ticks; @got gets the
+ * completions per path, @maxq the most requests in flight on each.
+ */
+#define SIM_QD 16u
+#define SIM_TICKS 4000u
+#define SIM_DELAY 4u
+
+struct sim_path {
+	uint64_t done[SIM_QD]; /* completion ticks, in order */
+	unsigned int head, n;
+	uint64_t busy_until; /* the pipe is serving until */
+	unsigned int svc;
+};
+
+static unsigned int sim_run(int policy, const unsigned int *svc,
+			    unsigned int *got, unsigned int *maxq)
+{
+	struct ibtrs_policy_path pp[2];
+	struct sim_path sp[2];
+	unsigned int i, total = 0, inflight = 0, cursor = 0;
+	uint64_t t;
+
+	memset(pp, 0, sizeof(pp));
+	memset(sp, 0, sizeof(sp));
+	for (i = 0; i < 2; i++) {
+		sp[i].svc = svc[i];
+		pp[i].usable = true;
+		/* What gray_measure would find on a busy pipe: the cost of
+		 * one request in flight, its service time (1 ms a tick). */
+		pp[i].cost_ns = pp[i].rtt_ns = svc[i] * MS;
+		got[i] = maxq[i] = 0;
+	}
+	ibtrs_policy_band(pp, 2);
+	for (t = 0; t < SIM_TICKS; t++) {
+		for (i = 0; i < 2; i++) {
+			struct sim_path *q = &sp[i];
+
+			while (q->n && q->done[q->head] <= t) {
+				q->head = (q->head + 1) % SIM_QD;
+				q->n--;
+				inflight--;
+				got[i]++;
+				total++;
+			}
+			pp[i].inflight = q->n;
+		}
+		while (inflight < SIM_QD) {
+			int idx = ibtrs_policy_select(policy, pp, 2, &cursor);
+			struct sim_path *q;
+
+			CHECK(idx == 0 || idx == 1);
+			q = &sp[idx];
+			if (q->busy_until < t)
+				q->busy_until = t;
+			q->busy_until += q->svc;
+			q->done[(q->head + q->n) % SIM_QD] =
+				q->busy_until + SIM_DELAY;
+			q->n++;
+			pp[idx].inflight = q->n;
+			if (q->n > maxq[idx])
+				maxq[idx] = q->n;
+			inflight++;
+		}
+	}
+	return total;
+}
+
+/*
+ * Aggregation under every policy: two equal paths carry about twice one,
+ * and a path ten times slower neither drags the session below 0.9 of the
+ * fast path alone nor holds most of the session's requests in its queue
+ * (round robin's bound; min-latency's expected delay) - before any
+ * demotion.
+ */
+static void test_aggregate(void)
+{
+	static const int policies[] = { IBTRS_MP_ROUND_ROBIN,
+					IBTRS_MP_MIN_INFLIGHT,
+					IBTRS_MP_MIN_LATENCY };
+	static const char *const names[] = { "round-robin", "min-inflight",
+					     "min-latency" };
+	static const unsigned int equal[2] = { 1, 1 }, slow[2] = { 1, 10 };
+	unsigned int k, got[2], maxq[2], one, two, mixed;
+
+	/* The fast pipe alone, kept busy: one request a tick once the
+	 * first has crossed. */
+	one = SIM_TICKS - SIM_DELAY - 1;
+	for (k = 0; k < 3; k++) {
+		two = sim_run(policies[k], equal, got, maxq);
+		printf("  %s: two equal paths %u (%u + %u), one path %u\n",
+		       names[k], two, got[0], got[1], one);
+		CHECK(two * 10 >= one * 18);
+		CHECK(got[0] * 10 >= two * 4 && got[1] * 10 >= two * 4);
+		mixed = sim_run(policies[k], slow, got, maxq);
+		printf("  %s: R + R/10 %u (slow path %u, at most %u in flight; fast at most %u)\n",
+		       names[k], mixed, got[1], maxq[1], maxq[0]);
+		CHECK(mixed * 10 >= one * 9);
+		CHECK(got[1] > 0);
+		/* Never most of the session's tags on the slow path. */
+		CHECK(maxq[1] <= (SIM_QD * 3) / 4);
+		/* Min-latency: one more there is worth it only when empty. */
+		if (policies[k] == IBTRS_MP_MIN_LATENCY)
+			CHECK(maxq[1] <= 2);
+	}
+}
+
 int main(void)
 {
 	test_credit();
 	test_hold();
 	test_demoted();
 	test_band();
+	test_band_cost();
+	test_aggregate();
 	test_window();
 	return 0;
 }
