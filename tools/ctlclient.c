@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ctlclient.h"
+#include "hist.h"
 #include "tool.h"
 
 /**
@@ -522,4 +523,35 @@ int st_session_command(const char *sess, pid_t only, long long *result,
 	vsnprintf(req, sizeof(req), fmt, ap);
 	va_end(ap);
 	return st_command(pid, req, result);
+}
+
+/**
+ * st_hist_counts() - the latency histogram a path sent
+ * @p: the path object
+ * @counts: filled with the count per bucket, IBTRS_HIST_BUCKETS of them
+ *          (the library's layout, hist.h)
+ *
+ * Return: true when @p has a histogram of the library's layout.
+ */
+bool st_hist_counts(const struct jval *p, uint64_t *counts)
+{
+	const struct jval *h = jget(p, "lat_hist");
+	const struct jval *ns = jget(h, "ns");
+	size_t i;
+
+	memset(counts, 0, IBTRS_HIST_BUCKETS * sizeof(*counts));
+	if (!ns || ns->type != JT_ARR ||
+	    jget_u64(h, "bits", 0) != IBTRS_HIST_BITS)
+		return false;
+	for (i = 0; i < ns->n; i++) {
+		const struct jval *b = &ns->items[i];
+
+		if (b->type != JT_ARR || b->n != 2 ||
+		    b->items[0].type != JT_NUM || !b->items[0].is_u64 ||
+		    b->items[1].type != JT_NUM || !b->items[1].is_u64 ||
+		    b->items[0].u64 >= IBTRS_HIST_BUCKETS)
+			return false;
+		counts[b->items[0].u64] = b->items[1].u64;
+	}
+	return true;
 }

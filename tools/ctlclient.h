@@ -68,4 +68,11 @@ int st_session_command(const char *sess, pid_t only, long long *result,
 int st_parse_pid(const char *s, pid_t *pid);
 int st_ms_left(uint64_t deadline);
 
+/*
+ * The latency histogram a path object of an answer carries ("lat_hist")
+ * into @counts, IBTRS_HIST_BUCKETS of them (the library's layout, hist.h).
+ * Return: true when @p has a histogram of that layout.
+ */
+bool st_hist_counts(const struct jval *p, uint64_t *counts);
+
 #endif /* IBTRS_TOOL_CTLCLIENT_H */

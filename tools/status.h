@@ -12,6 +12,5 @@
 #include "ctlclient.h"
 
 void st_print_prom(FILE *f, const struct st_set *set);
-bool st_hist_counts(const struct jval *p, uint64_t *counts);
 
 #endif /* IBTRS_TOOL_STATUS_H */
