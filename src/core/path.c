@@ -92,10 +92,18 @@ static uint64_t delay_of(const struct ibtrs_policy_path *p)
 	return (p->inflight + 1) * p->cost_ns;
 }
 
+/* A demoted path that has its probes in flight, at a probe's turn. */
+static bool probe_busy(const struct ibtrs_policy_path *p, unsigned int healthy,
+		       bool want_demoted)
+{
+	return healthy && want_demoted && p->demoted &&
+	       p->inflight >= IBTRS_POLICY_PROBE_INFLIGHT;
+}
+
 int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			unsigned int n, unsigned int *cursor)
 {
-	unsigned int i, start = *cursor, healthy = 0, demoted = 0;
+	unsigned int i, start = *cursor, healthy = 0, probe = 0;
 	uint64_t least = UINT64_MAX, cap;
 	bool band = false, want_demoted, skipped = false;
 	int best = -1, over = -1;
@@ -105,19 +113,22 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 		if (!paths[i].usable)
 			continue;
 		if (paths[i].demoted)
-			demoted++;
+			probe += paths[i].inflight <
+				 IBTRS_POLICY_PROBE_INFLIGHT;
 		else
 			healthy++;
 		band |= paths[i].in_band;
 	}
 	/* While a healthy path is usable the demoted ones only get their
-	 * probes; without one, every usable path is as good as any. */
-	want_demoted = healthy && demoted &&
+	 * probes, one in flight at a time; without one, every usable path
+	 * is as good as any. */
+	want_demoted = healthy && probe &&
 		       start % IBTRS_POLICY_PROBE_EVERY == 0;
 	for (i = 0; i < n; i++) {
 		const struct ibtrs_policy_path *p = &paths[i];
 
 		if (p->usable && (!healthy || p->demoted == want_demoted) &&
+		    !probe_busy(p, healthy, want_demoted) &&
 		    p->inflight < least)
 			least = p->inflight;
 	}
@@ -130,7 +141,8 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 
 		if (!p->usable)
 			continue;
-		if (healthy && p->demoted != want_demoted)
+		if ((healthy && p->demoted != want_demoted) ||
+		    probe_busy(p, healthy, want_demoted))
 			continue;
 		if (policy == IBTRS_MP_ROUND_ROBIN) {
 			/* The path at turn is over its bound: the one with
@@ -168,7 +180,8 @@ int ibtrs_policy_select(int policy, const struct ibtrs_policy_path *paths,
 			const struct ibtrs_policy_path *p = &paths[idx];
 
 			if (!p->usable ||
-			    (healthy && p->demoted != want_demoted))
+			    (healthy && p->demoted != want_demoted) ||
+			    probe_busy(p, healthy, want_demoted))
 				continue;
 			if (best < 0 || better(policy, p, &paths[best], false))
 				best = (int)idx;

@@ -55,9 +55,14 @@ struct ibtrs_policy_path {
 
 /*
  * A demoted path still gets one request in this many while healthy paths
- * are usable: its probes, which measure it for re-admission.
+ * are usable: its probes, which measure it for re-admission. At most
+ * IBTRS_POLICY_PROBE_INFLIGHT of them are in flight on it at once: a
+ * share of the requests would let a path far slower than the others hold
+ * most of the session's tags (each probe holds its tag as long as the
+ * path is slow), which is what demotion is to prevent.
  */
 #define IBTRS_POLICY_PROBE_EVERY 256u
+#define IBTRS_POLICY_PROBE_INFLIGHT 1u
 
 /*
  * Choose a path among @n by @policy; @cursor is the round-robin position,
@@ -65,10 +70,11 @@ struct ibtrs_policy_path {
  *
  * Demoted paths are left out while a usable path is not demoted, except
  * for one call in IBTRS_POLICY_PROBE_EVERY (by @cursor), which chooses
- * among the demoted ones; with only demoted paths usable they are chosen
- * as any. Round robin takes the paths in turn but skips one whose
- * requests in flight are above twice the fewest plus IBTRS_POLICY_RR_SLACK,
- * taking the path with the fewest instead.
+ * among the demoted ones with fewer than IBTRS_POLICY_PROBE_INFLIGHT
+ * requests in flight (if none has, the call chooses as the others); with
+ * only demoted paths usable they are chosen as any. Round robin takes the paths
+ * in turn but skips one whose requests in flight are above twice the fewest
+ * plus IBTRS_POLICY_RR_SLACK, taking the path with the fewest instead.
  * Min-latency chooses, among the paths of the band (in_band; all
  * paths with the lowest known RTT if none is), the one with the fewest
  * requests in flight, so that paths of about the same latency share the

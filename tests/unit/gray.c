@@ -107,6 +107,13 @@ static void test_demoted(void)
 		count(policies[k], p, 2, calls, got);
 		CHECK_EQ(got[1], calls / IBTRS_POLICY_PROBE_EVERY);
 		CHECK_EQ(got[0], calls - got[1]);
+		/* A probe still in flight: no other one, however many
+		 * turns come (a slow path would hold the tags). */
+		p[1].inflight = IBTRS_POLICY_PROBE_INFLIGHT;
+		count(policies[k], p, 2, calls, got);
+		CHECK_EQ(got[1], 0);
+		CHECK_EQ(got[0], calls);
+		p[1].inflight = 0;
 		/* Alone usable: it carries everything. */
 		p[0].usable = false;
 		count(policies[k], p, 2, 1000, got);
