@@ -200,7 +200,7 @@ const char *tool_sec_hint(const struct tool_sec *sec, int err, bool client)
 	switch (err) {
 	case EOPNOTSUPP:
 		if (sec && sec->tls != IBTRS_TLS_OFF)
-			return " (TLS is not available: the library was built without GnuTLS)";
+			return " (TLS runs on the tcp backend only, and only in a library built with GnuTLS)";
 		return "";
 	case EACCES:
 	case EPERM:
