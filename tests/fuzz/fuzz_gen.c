@@ -264,5 +264,6 @@ int main(int argc, char **argv)
 	gen_tcp();
 	gen_ctl();
 	gen_srv();
+	gen_clt();
 	return 0;
 }
