@@ -80,8 +80,10 @@ foreach(src ${IBTRS_FUZZ_SOURCES})
 	if(name STREQUAL "srv" OR name STREQUAL "clt")
 		math(EXPR runs "${IBTRS_FUZZ_RUNS} / 4")
 	endif()
+	# A finding fails the test: libFuzzer's own exit code for it (77)
+	# is the one CTest takes for a skip.
 	add_test(NAME fuzz/${name} COMMAND fuzz_${name} -runs=${runs} -seed=1
-		-max_len=4096 -timeout=30 -artifact_prefix=${out}/
+		-error_exitcode=1 -timeout_exitcode=1 -max_len=4096 -timeout=30 -artifact_prefix=${out}/
 		-dict=${dict} ${out} ${IBTRS_FUZZ_DIR}/corpus/${name})
 	set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz TIMEOUT 120
 		SKIP_RETURN_CODE 77)
