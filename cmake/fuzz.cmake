@@ -75,13 +75,15 @@ foreach(src ${IBTRS_FUZZ_SOURCES})
 	# New inputs go to the build directory, never into the repository.
 	set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz-out/${name})
 	file(MAKE_DIRECTORY ${out})
-	# The stateful target runs fewer: a few hundred inputs a second.
+	# The stateful targets run fewer: a few hundred inputs a second.
 	set(runs ${IBTRS_FUZZ_RUNS})
-	if(name STREQUAL "srv")
+	if(name STREQUAL "srv" OR name STREQUAL "clt")
 		math(EXPR runs "${IBTRS_FUZZ_RUNS} / 4")
 	endif()
+	# A finding fails the test: libFuzzer's own exit code for it (77)
+	# is the one CTest takes for a skip.
 	add_test(NAME fuzz/${name} COMMAND fuzz_${name} -runs=${runs} -seed=1
-		-max_len=4096 -timeout=30 -artifact_prefix=${out}/
+		-error_exitcode=1 -timeout_exitcode=1 -max_len=4096 -timeout=30 -artifact_prefix=${out}/
 		-dict=${dict} ${out} ${IBTRS_FUZZ_DIR}/corpus/${name})
 	set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz TIMEOUT 120
 		SKIP_RETURN_CODE 77)
@@ -99,7 +101,8 @@ endforeach()
 
 # The seed corpus generator: valid messages from the real encoders.
 add_executable(fuzz_gen ${IBTRS_FUZZ_DIR}/fuzz_gen.c ${IBTRS_FUZZ_DIR}/gen_tcp.c
-	${IBTRS_FUZZ_DIR}/gen_text.c ${IBTRS_FUZZ_DIR}/gen_srv.c)
+	${IBTRS_FUZZ_DIR}/gen_text.c ${IBTRS_FUZZ_DIR}/gen_srv.c
+	${IBTRS_FUZZ_DIR}/gen_clt.c)
 target_compile_definitions(fuzz_gen PRIVATE _GNU_SOURCE IBTRS_BUILD)
 target_include_directories(fuzz_gen PRIVATE ${IBTRS_FUZZ_DIR})
 target_link_options(fuzz_gen PRIVATE ${IBTRS_FUZZ_SAN})

@@ -169,7 +169,7 @@ int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
 	struct ibtrs_keyring *kr;
 	char *buf = NULL, *p, *end;
 	const char *cause;
-	unsigned int lineno = 0, i;
+	unsigned int lineno = 0, i, cap = 0; /* cap: entries of keys */
 	size_t len = 0;
 	int ret;
 
@@ -200,13 +200,21 @@ int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
 				     KEYRING_MAX_KEYS);
 			goto fail;
 		}
-		k = realloc(kr->keys, (kr->nr + 1) * sizeof(*k));
-		if (!k) {
-			ret = kr_err(err, errlen, -ENOMEM, "key file %s: %s",
-				     path, strerror(ENOMEM));
-			goto fail;
+		/* Doubling: a file of thousands of keys loads in linear
+		 * time, whatever the allocator does with realloc(). */
+		if (kr->nr == cap) {
+			unsigned int n = cap ? 2 * cap : 8;
+
+			k = realloc(kr->keys, n * sizeof(*k));
+			if (!k) {
+				ret = kr_err(err, errlen, -ENOMEM,
+					     "key file %s: %s", path,
+					     strerror(ENOMEM));
+				goto fail;
+			}
+			kr->keys = k;
+			cap = n;
 		}
-		kr->keys = k;
 		k = &kr->keys[kr->nr];
 		memset(k, 0, sizeof(*k));
 		cause = parse_line(p, l, k);
@@ -235,8 +243,9 @@ int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
 	ret = 0;
 	goto out;
 fail:
-	if (kr->keys)
-		ibtrs_wipe(kr->keys, (kr->nr + 1) * sizeof(*kr->keys));
+	/* The entry being parsed holds key bytes too, when there is one. */
+	if (cap)
+		ibtrs_wipe(kr->keys, cap * sizeof(*kr->keys));
 	ibtrs_keyring_free(kr);
 out:
 	ibtrs_wipe(buf, len);

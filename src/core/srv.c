@@ -541,8 +541,10 @@ static void hs_close(struct srv_con *con, const char *why)
 	ctx->nr_handshakes--;
 	hs->addr->handshakes--;
 	ident_put(ctx, hs->addr);
-	ibtrs_loop_cancel(ctx->loop, &hs->close_work);
 	ctx->ops->disconnect(con->xcon);
+	/* After the disconnect: the refusal's send it flushed completes
+	 * in it and queues close_work again, which must not outlive hs. */
+	ibtrs_loop_cancel(ctx->loop, &hs->close_work);
 	con->hs = NULL;
 	ibtrs_wipe(hs, sizeof(*hs));
 	free(hs);

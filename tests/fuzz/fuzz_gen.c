@@ -130,6 +130,73 @@ static void gen_proto(void)
 }
 
 /**
+ * gen_auth() - seeds of the authentication decoders and the key file
+ */
+static void gen_auth(void)
+{
+	static const char key_line[] =
+		"alice:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+	struct ibtrs_auth_req ar = { .flags = 0 };
+	struct ibtrs_auth_rsp rsp = {
+		.flags = IBTRS_RSP_INCARNATION | IBTRS_RSP_NEW_SESS,
+		.incarnation = 0x1122334455667788ull,
+	};
+	struct ibtrs_msg_auth_req mar;
+	struct ibtrs_msg_auth_rsp mrsp;
+	char buf[1024];
+	size_t n;
+
+	memset(ar.pub, 0x42, sizeof(ar.pub));
+	ibtrs_auth_req_encode(&mar, &ar);
+	gen_write("auth_req", "nokey", &mar, sizeof(mar));
+	ar.flags = IBTRS_AUTH_JOIN;
+	memset(ar.proof_sess, 0x17, sizeof(ar.proof_sess));
+	ibtrs_auth_req_encode(&mar, &ar);
+	gen_write("auth_req", "nokey-join", &mar, sizeof(mar));
+	ar.flags = IBTRS_AUTH_PSK | IBTRS_AUTH_JOIN;
+	ar.id_len = 5;
+	memcpy(ar.identity, "alice", 6);
+	memset(ar.proof_psk, 0x99, sizeof(ar.proof_psk));
+	ibtrs_auth_req_encode(&mar, &ar);
+	gen_write("auth_req", "psk-join", &mar, sizeof(mar));
+	ar.flags = IBTRS_AUTH_PSK;
+	ar.id_len = IBTRS_AUTH_ID_MAX;
+	memset(ar.identity, 'i', IBTRS_AUTH_ID_MAX);
+	ibtrs_auth_req_encode(&mar, &ar);
+	gen_write("auth_req", "psk-longest", &mar, sizeof(mar));
+
+	memset(rsp.pub, 0x24, sizeof(rsp.pub));
+	memset(rsp.proof, 0x71, sizeof(rsp.proof));
+	ibtrs_auth_rsp_encode(&mrsp, &rsp);
+	gen_write("auth_rsp", "new-sess", &mrsp, sizeof(mrsp));
+	rsp.flags = IBTRS_RSP_INCARNATION;
+	ibtrs_auth_rsp_encode(&mrsp, &rsp);
+	gen_write("auth_rsp", "join", &mrsp, sizeof(mrsp));
+	rsp = (struct ibtrs_auth_rsp){ .err = EACCES };
+	ibtrs_auth_rsp_encode(&mrsp, &rsp);
+	gen_write("auth_rsp", "refused", &mrsp, sizeof(mrsp));
+
+	/* The key file: a mode byte, then the file (fuzz_keyring.c). */
+	n = (size_t)snprintf(buf, sizeof(buf), "%c%s", 0, key_line);
+	gen_write("keyring", "one", buf, n);
+	n = (size_t)snprintf(
+		buf, sizeof(buf),
+		"%c# keys of the cluster\r\n\n%s"
+		"bob:ffeeddccbbaa99887766554433221100\t\r\n"
+		"carol:%s%s\n",
+		0, key_line,
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+		"00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF");
+	gen_write("keyring", "three", buf, n);
+	/* A template: 64 keys k0..k63 with the same key. */
+	buf[0] = 1;
+	buf[1] = 63;
+	n = 2 + (size_t)snprintf(buf + 2, sizeof(buf) - 2, "%s",
+				 strchr(key_line, ':'));
+	gen_write("keyring", "template-64", buf, n);
+}
+
+/**
  * gen_ibnbd() - seeds of the ibnbd message decoders
  */
 static void gen_ibnbd(void)
@@ -192,9 +259,11 @@ int main(int argc, char **argv)
 	}
 	out_dir = argv[1];
 	gen_proto();
+	gen_auth();
 	gen_ibnbd();
 	gen_tcp();
 	gen_ctl();
 	gen_srv();
+	gen_clt();
 	return 0;
 }

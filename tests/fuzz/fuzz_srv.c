@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_srv.c - the server's state machine under a fuzzer-driven client:
- * connection requests, INFO_REQ, requests with their trailers and
- * immediates, heartbeats, closes and raw writes, in any order, over any
+ * connection requests, the authentication handshake (AUTH_REQ, right or
+ * broken where the program says), INFO_REQ, requests with their trailers
+ * and immediates, heartbeats, closes and raw writes, in any order, over any
  * number of connections and paths, through a live server on the in-process
- * loop backend. Bugs that need a handshake first are reachable, since the
- * program (srv_prog.h) can do the handshake right and then go wrong.
+ * loop backend, with or without keys (the program's first byte). Bugs that
+ * need a handshake first are reachable, since the program (srv_prog.h) can
+ * do the handshake right and then go wrong: the harness plays the client's
+ * side with the real auth.c, and holds each session's secret to join it.
  *
  * srv.c is included so that the harness can wait for the server's loop,
  * run its tick on a clock the program moves, and end every session after
@@ -15,11 +18,17 @@
  * answers, fails or holds each request as its first user byte says.
  *
  * Checked beyond ASan and UBSan: an accepted connection carries a usable
- * geometry, the application sees only requests within the session's
- * limits, every session ends once its client is gone and its requests are
- * answered, and a DISCONNECTED event follows each CONNECTED one.
+ * geometry, the server accepts AUTH_REQ only with the proofs it must ask
+ * (the key's where it has keys, the session's secret to join one, from
+ * the identity that owns it) and proves itself in AUTH_RSP, the
+ * application sees only requests within the session's limits, every
+ * session ends once its client is gone and its requests are answered, and
+ * a DISCONNECTED event follows each CONNECTED one.
  */
 #include "../../src/core/srv.c"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 #include "srv_prog.h"
@@ -27,7 +36,9 @@
 #define CLT_BUF_LEN (64u << 10) /* READ destinations */
 #define CLT_RECVS (2 * SRV_QUEUE_DEPTH + 16)
 #define WR_ID_CLT_INFO 1
+#define WR_ID_CLT_AUTH 2
 #define INFO_WAIT_MS 200
+#define AUTH_WAIT_MS 1000
 #define CONNECT_WAIT_MS 10000
 #define END_WAIT_MS 10000
 #define MAX_HELD 16
@@ -39,8 +50,10 @@
  * @geo: the geometry the server accepted it with
  * @off_bits: offset bits of its request immediates
  * @info_buf: its receive for INFO_RSP
+ * @auth_buf: its receive for AUTH_RSP
  *
- * Under clt_lock: @failed (err() ran), @info_done (an INFO_RSP decoded).
+ * Under clt_lock: @failed (err() ran), @info_done (an INFO_RSP decoded),
+ * @auth_len (bytes of AUTH_RSP, once it came).
  */
 struct slot {
 	struct ibtrs_xprt_con *con;
@@ -48,8 +61,50 @@ struct slot {
 	struct ibtrs_conn_rsp geo;
 	unsigned int off_bits;
 	char info_buf[IBTRS_INFO_RSP_MAX_LEN];
+	struct ibtrs_msg_auth_rsp auth_buf;
 	bool failed;
 	bool info_done;
+	uint32_t auth_len;
+};
+
+/**
+ * struct test_key - a key the harness may prove
+ * @identity: its identity
+ * @key: its bytes
+ * @known: in the keyed server's key file
+ */
+struct test_key {
+	const char *identity;
+	uint8_t key[32];
+	bool known;
+};
+
+/**
+ * struct sess_rec - what the client side knows of a server session
+ * @has: it made one under this uuid, whose secret is in @secret
+ * @secret: the session's secret
+ * @incarnation: the session's, of its AUTH_RSP
+ * @key: the key that made it, NULL without
+ */
+struct sess_rec {
+	bool has;
+	uint8_t secret[IBTRS_AUTH_KEY_LEN];
+	uint64_t incarnation;
+	const struct test_key *key;
+};
+
+/**
+ * struct variant - one of the servers an input runs against
+ * @srv: the server
+ * @opts: its options
+ * @port: where it listens
+ * @keyed: it has a key file
+ */
+struct variant {
+	struct ibtrs_srv_ctx *srv;
+	struct ibtrs_srv_opts opts;
+	uint16_t port;
+	bool keyed;
 };
 
 /**
@@ -62,9 +117,20 @@ struct pool {
 	struct ibtrs_desc desc;
 };
 
-static struct ibtrs_srv_ctx *srv;
-static struct ibtrs_srv_opts srv_opts;
+static struct ibtrs_srv_ctx *srv;  /* of the input's variant */
+static struct variant variants[2]; /* without, with keys */
+static struct variant *var;
 static struct sockaddr_in srv_addr;
+static int key_fd = -1;
+static char key_path[64];
+static struct sess_rec recs[4]; /* by session uuid */
+
+/* "fuzz" and "other" are in the keyed server's file, "nobody" is not. */
+static struct test_key test_keys[3] = {
+	{ .identity = "fuzz", .known = true },
+	{ .identity = "other", .known = true },
+	{ .identity = "nobody" },
+};
 static const struct ibtrs_xprt_ops *xops;
 static struct ibtrs_loop *cloop;
 static struct ibtrs_xprt_pd *cpd;
@@ -192,8 +258,15 @@ static void clt_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	struct slot *s = con->ctx;
 	struct ibtrs_desc d;
 
+	if (wc->opcode == IBTRS_WC_RECV && wc->wr_id == WR_ID_CLT_AUTH) {
+		pthread_mutex_lock(&clt_lock);
+		s->auth_len = wc->byte_len;
+		pthread_cond_broadcast(&clt_cond);
+		pthread_mutex_unlock(&clt_lock);
+		return;
+	}
 	if (wc->opcode == IBTRS_WC_RECV) {
-		/* Only the INFO receive has room for a SEND. */
+		/* Only the INFO and AUTH receives have room for a SEND. */
 		FUZZ_CHECK(wc->wr_id == WR_ID_CLT_INFO);
 		if (ibtrs_info_rsp_decode(s->info_buf, wc->byte_len, &d, 1) ==
 		    1) {
@@ -214,6 +287,9 @@ static void clt_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	if (wc->wr_id == WR_ID_CLT_INFO)
 		xops->post_recv(con, s->info_buf, sizeof(s->info_buf),
 				WR_ID_CLT_INFO);
+	else if (wc->wr_id == WR_ID_CLT_AUTH)
+		xops->post_recv(con, &s->auth_buf, sizeof(s->auth_buf),
+				WR_ID_CLT_AUTH);
 	else
 		xops->post_recv(con, NULL, 0, 0);
 }
@@ -301,17 +377,176 @@ static void wait_info(struct slot *s)
 }
 
 /**
- * op_connect() - SRV_OP_CONNECT
+ * wait_auth() - wait for a slot's AUTH_RSP or failure, bounded
+ * @s: the slot
+ *
+ * Return: the bytes of AUTH_RSP, 0 when none came.
+ */
+static uint32_t wait_auth(struct slot *s)
+{
+	uint64_t end = ibtrs_real_now_ns() + AUTH_WAIT_MS * 1000000ull;
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
+	uint32_t len;
+
+	pthread_mutex_lock(&clt_lock);
+	while (!s->auth_len && !s->failed &&
+	       pthread_cond_timedwait(&clt_cond, &clt_lock, &ts) != ETIMEDOUT)
+		;
+	len = s->auth_len;
+	pthread_mutex_unlock(&clt_lock);
+	return len;
+}
+
+/**
+ * pick_key() - the key an AUTH_REQ proves, as the handshake byte says
+ * @h: the handshake byte (srv_prog.h)
+ *
+ * Return: the key, NULL for none.
+ */
+static const struct test_key *pick_key(uint8_t h)
+{
+	if (var->keyed)
+		return (h & 3) == 3 ? NULL : &test_keys[h & 3];
+	/* Without keys a client proves none; a key is ignored. */
+	return (h & 3) == 2 ? &test_keys[0] : NULL;
+}
+
+/**
+ * auth() - the client's side of the handshake on slot @s
+ * @s: the slot, connected, with conn_rsp in @s->geo
+ * @cr: the connection request it sent
+ * @h: the handshake byte: what to break (srv_prog.h)
+ * @in: the program, for a raw AUTH_REQ
+ *
+ * Return: true when the server accepted the connection into a session.
+ */
+static bool auth(struct slot *s, const struct ibtrs_conn_req *cr, uint8_t h,
+		 struct fuzz_in *in)
+{
+	struct ibtrs_auth_hs ah = {
+		.version = cr->version,
+		.cid = cr->cid,
+		.cid_num = cr->cid_num,
+		.flags = cr->first_conn ? IBTRS_CONN_FIRST : 0,
+		.identity = "",
+	};
+	uint8_t priv[IBTRS_AUTH_KEY_LEN], shared[IBTRS_AUTH_KEY_LEN];
+	uint8_t secret[IBTRS_AUTH_KEY_LEN], proof[IBTRS_AUTH_KEY_LEN];
+	const struct test_key *key = pick_key(h);
+	struct sess_rec *rec = &recs[s->sess];
+	struct ibtrs_auth_req ar = { .flags = 0 };
+	struct ibtrs_msg_auth_req m;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct ibtrs_auth_rsp rsp;
+	bool raw = h & 0x80, join, created;
+	uint8_t rawbuf[sizeof(m) + 8];
+	uint32_t len;
+
+	if (h & 0x40)
+		return false; /* no AUTH_REQ: the handshake times out */
+	memcpy(ah.nc, cr->nonce, IBTRS_NONCE_LEN);
+	memcpy(ah.ns, s->geo.nonce, IBTRS_NONCE_LEN);
+	memcpy(ah.sess_uuid, cr->sess_uuid, IBTRS_UUID_LEN);
+	memcpy(ah.path_uuid, cr->path_uuid, IBTRS_UUID_LEN);
+	FUZZ_CHECK(!ibtrs_auth_keypair(priv, ar.pub));
+	if (h & 0x20)
+		memset(ar.pub, 0, sizeof(ar.pub)); /* of low order */
+	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
+	if (key) {
+		ar.flags |= IBTRS_AUTH_PSK;
+		ar.id_len = (uint8_t)strlen(key->identity);
+		memcpy(ar.identity, key->identity, ar.id_len + 1u);
+		ah.identity = key->identity;
+		ibtrs_auth_proof_psk(ar.proof_psk, key->key, sizeof(key->key),
+				     &ah);
+		if (h & 4)
+			ar.proof_psk[h % IBTRS_AUTH_KEY_LEN] ^= 0x10;
+	}
+	/* Join what it made, unless told otherwise; or try without. */
+	join = rec->has != !!(h & 8);
+	if (join) {
+		ar.flags |= IBTRS_AUTH_JOIN;
+		if (rec->has)
+			ibtrs_auth_proof_sess(ar.proof_sess, rec->secret, &ah);
+		else
+			memset(ar.proof_sess, h, sizeof(ar.proof_sess));
+		if (h & 0x10)
+			ar.proof_sess[h % IBTRS_AUTH_KEY_LEN] ^= 0x01;
+	}
+	ibtrs_auth_req_encode(&m, &ar);
+	if (raw) {
+		size_t n;
+		const uint8_t *p =
+			fuzz_bytes(in, fuzz_u16(in) % sizeof(rawbuf), &n);
+
+		memcpy(rawbuf, p, n);
+		iov.iov_base = rawbuf;
+		iov.iov_len = n;
+	}
+	if (xops->post_send(s->con, &iov, 1, 0, 0))
+		return false;
+	len = wait_auth(s);
+	if (!len)
+		return false;
+	FUZZ_CHECK(!ibtrs_auth_rsp_decode(&s->auth_buf, len, &rsp));
+	if (rsp.err)
+		return false;
+	created = rsp.flags & IBTRS_RSP_NEW_SESS;
+	if (raw) {
+		/* Accepted on proofs the harness cannot check. */
+		if (created)
+			rec->has = false;
+		return true;
+	}
+	/* Accepted: only with what the server must ask. */
+	if (var->keyed)
+		FUZZ_CHECK(key && key->known && !(h & 4));
+	if (created) {
+		FUZZ_CHECK(cr->first_conn && !cr->cid && !(h & 0x20));
+		FUZZ_CHECK(!ibtrs_auth_x25519(shared, priv, rsp.pub));
+		ibtrs_auth_secret(secret, var->keyed ? key->key : NULL,
+				  var->keyed ? sizeof(key->key) : 0, shared,
+				  &ah, rsp.pub);
+	} else {
+		FUZZ_CHECK(join && rec->has && !(h & 0x10));
+		FUZZ_CHECK(rsp.incarnation == rec->incarnation);
+		FUZZ_CHECK(!var->keyed || rec->key == key);
+		memcpy(secret, rec->secret, sizeof(secret));
+	}
+	/* And the server proves the key, or the session's secret. */
+	if (var->keyed)
+		ibtrs_auth_proof_srv(proof, key->key, sizeof(key->key), &ah,
+				     created ? rsp.pub : NULL, rsp.flags,
+				     rsp.incarnation);
+	else
+		ibtrs_auth_proof_srv(proof, secret, sizeof(secret), &ah,
+				     created ? rsp.pub : NULL, rsp.flags,
+				     rsp.incarnation);
+	FUZZ_CHECK(ibtrs_auth_equal(proof, rsp.proof));
+	if (created) {
+		rec->has = true;
+		memcpy(rec->secret, secret, sizeof(secret));
+		rec->incarnation = rsp.incarnation;
+		rec->key = var->keyed ? key : NULL;
+	}
+	return true;
+}
+
+/**
+ * op_connect() - SRV_OP_CONNECT: the connection request, then the
+ * handshake
  * @in: the program
  */
 static void op_connect(struct fuzz_in *in)
 {
 	struct ibtrs_xprt_con_attr attr = {
 		.max_send_wr = 64,
-		.max_recv_wr = CLT_RECVS + 1,
+		.max_recv_wr = CLT_RECVS + 2,
 		.max_send_sge = 2,
 	};
 	uint8_t a = fuzz_u8(in), b = fuzz_u8(in), recon = fuzz_u8(in);
+	uint8_t h = fuzz_u8(in);
 	struct slot *s = &slots[a & 3];
 	struct ibtrs_conn_req r = {
 		.version = IBTRS_PROTO_VER,
@@ -319,6 +554,7 @@ static void op_connect(struct fuzz_in *in)
 		.cid_num = (uint16_t)((b >> 4) + 1),
 		.recon_cnt = recon,
 		.first_conn = (a >> 5) & 1,
+		.caps = IBTRS_CAP_GEN_FROM_1 | (a & 0x40 ? 0 : IBTRS_CAP_AUTH),
 	};
 	uint8_t rsp[IBTRS_XPRT_PRIV_LEN];
 	struct ibtrs_msg_conn_req m;
@@ -328,9 +564,11 @@ static void op_connect(struct fuzz_in *in)
 
 	r.sess_uuid[0] = (uint8_t)(1 + ((a >> 2) & 3));
 	r.path_uuid[0] = (uint8_t)(1 + ((a >> 4) & 1));
-	ibtrs_conn_req_encode(&m, &r);
+	memset(r.nonce, b ^ recon, sizeof(r.nonce));
+	r.nonce[0] = h;
 	if (a & 0x80)
-		m.version = htole16(fuzz_u16(in));
+		r.version = fuzz_u16(in); /* the transcript binds it too */
+	ibtrs_conn_req_encode(&m, &r);
 	slot_close(s);
 
 	memset(rsp, 0, sizeof(rsp));
@@ -341,6 +579,7 @@ static void op_connect(struct fuzz_in *in)
 		return;
 	FUZZ_CHECK(!ibtrs_conn_rsp_decode(rsp, sizeof(rsp), &s->geo));
 	FUZZ_CHECK(!s->geo.err && s->geo.queue_depth == SRV_QUEUE_DEPTH);
+	FUZZ_CHECK(s->geo.flags & IBTRS_RSP_AUTH);
 	ret = ibtrs_imm_off_bits(s->geo.queue_depth, s->geo.chunk_size);
 	FUZZ_CHECK(ret >= 0);
 	s->off_bits = (unsigned int)ret;
@@ -348,15 +587,21 @@ static void op_connect(struct fuzz_in *in)
 	pthread_mutex_lock(&clt_lock);
 	s->failed = false;
 	s->info_done = false;
+	s->auth_len = 0;
 	pthread_mutex_unlock(&clt_lock);
 	con->handler = &clt_handler;
 	con->ctx = s;
+	/* AUTH_RSP comes first, then INFO_RSP, then immediates. */
+	FUZZ_CHECK(!xops->post_recv(con, &s->auth_buf, sizeof(s->auth_buf),
+				    WR_ID_CLT_AUTH));
 	FUZZ_CHECK(!xops->post_recv(con, s->info_buf, sizeof(s->info_buf),
 				    WR_ID_CLT_INFO));
 	for (i = 0; i < CLT_RECVS; i++)
 		FUZZ_CHECK(!xops->post_recv(con, NULL, 0, 0));
 	FUZZ_CHECK(!xops->start(con, cloop));
 	s->con = con;
+	/* A refused connection stays: what it sends next must be ignored. */
+	auth(s, &r, h, in);
 }
 
 /**
@@ -525,18 +770,25 @@ static void op_tick(struct fuzz_in *in)
 }
 
 /**
- * close_sessions() - end every session and listen again, on the loop
+ * close_sessions() - end every handshake and session, on the loop
  * @arg: unused
+ *
+ * As srv_close_all() does, but the listener stays: the next input
+ * connects to the same server without the cost of listening again.
  */
 static void close_sessions(void *arg)
 {
-	struct sockaddr_storage bound;
-
 	(void)arg;
-	srv_close_all(srv);
-	FUZZ_CHECK(!srv_listen(srv, &srv_opts));
-	FUZZ_CHECK(!xops->listener_addr(srv->listener, &bound));
-	srv_addr.sin_port = ((struct sockaddr_in *)&bound)->sin_port;
+	while (srv->handshakes)
+		hs_close(srv->handshakes->con, "input done");
+	while (srv->sessions) {
+		struct ibtrs_srv *sess = srv->sessions;
+
+		sess_unlink(sess);
+		while (sess->paths)
+			path_close(sess->paths, "input done");
+		sess_put(sess);
+	}
 }
 
 /**
@@ -559,7 +811,7 @@ static void end_input(void)
 
 		answer_held(0);
 		pthread_mutex_lock(&srv->lock);
-		left = srv->nr_sessions;
+		left = srv->nr_sessions + srv->nr_cons;
 		pthread_mutex_unlock(&srv->lock);
 		if (!left || ibtrs_real_now_ns() >= end)
 			break;
@@ -572,6 +824,65 @@ static void end_input(void)
 	pthread_mutex_lock(&clt_lock);
 	memset(pools, 0, sizeof(pools));
 	pthread_mutex_unlock(&clt_lock);
+	memset(recs, 0, sizeof(recs));
+}
+
+/**
+ * open_server() - one server variant
+ * @v: the variant
+ * @keyed: with the key file of test_keys
+ */
+static void open_server(struct variant *v, bool keyed)
+{
+	struct ibtrs_srv_opts *o = &v->opts;
+
+	ibtrs_srv_opts_init(o, sizeof(*o));
+	o->port = 0;
+	o->listen_addr = (struct sockaddr *)&srv_addr;
+	o->backend = "loop";
+	o->queue_depth = SRV_QUEUE_DEPTH;
+	o->max_io_size = SRV_MAX_IO;
+	o->max_sessions = SRV_MAX_SESSIONS;
+	o->hb_timeout_ms = SRV_HB_TIMEOUT_MS;
+	o->sess_grace_ms = SRV_GRACE_MS;
+	o->handshake_timeout_ms = SRV_HS_TIMEOUT_MS;
+	o->no_control = true;
+	o->rdma_ev = app_rdma_ev;
+	o->link_ev = app_link_ev;
+	o->tls = IBTRS_TLS_OFF;
+	o->tls_psk_file = keyed ? key_path : NULL;
+	v->keyed = keyed;
+	v->srv = ibtrs_srv_open_opts(o);
+	FUZZ_CHECK(v->srv);
+	FUZZ_CHECK(!v->srv->sec.keys == !keyed);
+	v->port = v->srv->port;
+}
+
+/**
+ * write_keys() - the keyed server's key file: a memfd of mode 0600
+ */
+static void write_keys(void)
+{
+	char buf[256];
+	unsigned int i, j;
+	size_t n = 0;
+
+	key_fd = memfd_create("fuzz-srv-keys", MFD_CLOEXEC);
+	FUZZ_CHECK(key_fd >= 0 && !fchmod(key_fd, 0600));
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < sizeof(test_keys[i].key); j++)
+			test_keys[i].key[j] = (uint8_t)(i * 32 + j);
+		if (!test_keys[i].known)
+			continue;
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      "%s:", test_keys[i].identity);
+		for (j = 0; j < sizeof(test_keys[i].key); j++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%02x",
+					      test_keys[i].key[j]);
+		buf[n++] = '\n';
+	}
+	FUZZ_CHECK(write(key_fd, buf, n) == (ssize_t)n);
+	snprintf(key_path, sizeof(key_path), "/proc/self/fd/%d", key_fd);
 }
 
 /**
@@ -593,26 +904,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	pthread_cond_init(&clt_cond, &ca);
 	pthread_condattr_destroy(&ca);
 
-	/* Heartbeats and graces follow the program's clock; the periodic
-	 * tick still runs in real time but sees only that clock. */
+	/* Heartbeats, graces and handshake deadlines follow the program's
+	 * clock; the periodic tick still runs in real time but sees only
+	 * that clock. */
 	ibtrs_set_test_clock(fake_clock);
 	srv_addr.sin_family = AF_INET;
 	srv_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ibtrs_srv_opts_init(&srv_opts, sizeof(srv_opts));
-	srv_opts.port = 0;
-	srv_opts.listen_addr = (struct sockaddr *)&srv_addr;
-	srv_opts.backend = "loop";
-	srv_opts.queue_depth = SRV_QUEUE_DEPTH;
-	srv_opts.max_io_size = SRV_MAX_IO;
-	srv_opts.max_sessions = SRV_MAX_SESSIONS;
-	srv_opts.hb_timeout_ms = SRV_HB_TIMEOUT_MS;
-	srv_opts.sess_grace_ms = SRV_GRACE_MS;
-	srv_opts.no_control = true;
-	srv_opts.rdma_ev = app_rdma_ev;
-	srv_opts.link_ev = app_link_ev;
-	srv = ibtrs_srv_open_opts(&srv_opts);
-	FUZZ_CHECK(srv);
-	srv_addr.sin_port = htons(srv->port);
+	write_keys();
+	open_server(&variants[0], false);
+	open_server(&variants[1], true);
 
 	xops = ibtrs_xprt_find("loop");
 	FUZZ_CHECK(xops);
@@ -639,6 +939,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	unsigned int step;
+
+	var = &variants[fuzz_u8(&in) & SRV_KEYED];
+	srv = var->srv;
+	srv_addr.sin_port = htons(var->port);
 
 	for (step = 0; step < SRV_MAX_STEPS && in.n; step++) {
 		switch (fuzz_u8(&in) % SRV_OP_NR) {

@@ -12,6 +12,7 @@
 void gen_tcp(void);
 void gen_ctl(void);
 void gen_srv(void);
+void gen_clt(void);
 void gen_write(const char *target, const char *name, const void *buf,
 	       size_t len);
 

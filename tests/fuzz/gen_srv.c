@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * gen_srv.c - seeds of fuzz_srv: programs (srv_prog.h) that do the
- * handshake right and then run requests, replays, several connections
- * and paths, and more sessions than the server takes.
+ * handshake right, with and without keys, and then run requests, replays,
+ * several connections and paths, and more sessions than the server takes;
+ * and handshakes that go wrong.
  */
 #include <stdbool.h>
+#include <string.h>
 
 #include "gen.h"
 #include "srv_prog.h"
@@ -34,7 +36,39 @@ static void put(struct prog *p, unsigned int cnt, const uint8_t *v)
 }
 
 /**
- * connect_() - SRV_OP_CONNECT
+ * begin() - start a program: its server byte
+ * @p: the program
+ * @keyed: against the server with keys
+ */
+static void begin(struct prog *p, bool keyed)
+{
+	p->n = 0;
+	p->b[p->n++] = keyed ? SRV_KEYED : 0;
+}
+
+/**
+ * connect_h() - SRV_OP_CONNECT with a handshake byte
+ * @p: the program
+ * @slot: 0..3
+ * @sess: session uuid 0..3
+ * @path: path uuid 0..1
+ * @cid: connection id
+ * @cid_num: connections of the path
+ * @h: the handshake byte (srv_prog.h), 0 for a right one
+ */
+static void connect_h(struct prog *p, unsigned int slot, unsigned int sess,
+		      unsigned int path, unsigned int cid, unsigned int cid_num,
+		      unsigned int h)
+{
+	uint8_t v[5] = { SRV_OP_CONNECT,
+			 (uint8_t)(slot | sess << 2 | path << 4 | 1u << 5),
+			 (uint8_t)(cid | (cid_num - 1) << 4), 0, (uint8_t)h };
+
+	put(p, 5, v);
+}
+
+/**
+ * connect_() - SRV_OP_CONNECT with the handshake right
  * @p: the program
  * @slot: 0..3
  * @sess: session uuid 0..3
@@ -45,11 +79,7 @@ static void put(struct prog *p, unsigned int cnt, const uint8_t *v)
 static void connect_(struct prog *p, unsigned int slot, unsigned int sess,
 		     unsigned int path, unsigned int cid, unsigned int cid_num)
 {
-	uint8_t v[4] = { SRV_OP_CONNECT,
-			 (uint8_t)(slot | sess << 2 | path << 4 | 1u << 5),
-			 (uint8_t)(cid | (cid_num - 1) << 4), 0 };
-
-	put(p, 4, v);
+	connect_h(p, slot, sess, path, cid, cid_num, 0);
 }
 
 /**
@@ -115,7 +145,10 @@ void gen_srv(void)
 {
 	struct prog p = { .n = 0 };
 	uint8_t v[3];
+	unsigned int k;
+	bool keyed;
 
+	begin(&p, false);
 	connect_(&p, 0, 0, 0, 0, 1);
 	info(&p, 0, 0);
 	req(&p, 0, false, 1, 512, 16, 1, SRV_ACT_OK);
@@ -132,8 +165,10 @@ void gen_srv(void)
 	v[2] = 2;
 	put(&p, 3, v);
 	gen_write("srv", "handshake-io", p.b, p.n);
+	p.b[0] = SRV_KEYED;
+	gen_write("srv", "keyed-handshake-io", p.b, p.n);
 
-	p.n = 0;
+	begin(&p, false);
 	connect_(&p, 0, 0, 0, 0, 2);
 	connect_(&p, 1, 0, 0, 1, 2);
 	info(&p, 0, 1);
@@ -145,8 +180,10 @@ void gen_srv(void)
 	p.b[p.n++] = SRV_OP_SYNC;
 	req(&p, 1, false, 0, 256, 8, 5, SRV_ACT_OK);
 	gen_write("srv", "replay", p.b, p.n);
+	p.b[0] = SRV_KEYED;
+	gen_write("srv", "keyed-replay", p.b, p.n);
 
-	p.n = 0;
+	begin(&p, false);
 	connect_(&p, 0, 0, 0, 0, 1);
 	info(&p, 0, 0);
 	connect_(&p, 1, 0, 1, 0, 1);
@@ -159,7 +196,7 @@ void gen_srv(void)
 	req(&p, 2, true, 1, 4096, 1024, 1, SRV_ACT_OK);
 	gen_write("srv", "two-paths", p.b, p.n);
 
-	p.n = 0;
+	begin(&p, false);
 	connect_(&p, 0, 0, 0, 0, 1);
 	info(&p, 0, 0);
 	connect_(&p, 1, 1, 0, 0, 1);
@@ -172,7 +209,7 @@ void gen_srv(void)
 	gen_write("srv", "sessions", p.b, p.n);
 
 	/* Heartbeats, a timeout, a grace that runs out. */
-	p.n = 0;
+	begin(&p, false);
 	connect_(&p, 0, 0, 0, 0, 1);
 	info(&p, 0, 0);
 	op2(&p, SRV_OP_TICK, 5);
@@ -189,4 +226,50 @@ void gen_srv(void)
 	op2(&p, SRV_OP_TICK, 255);
 	op2(&p, SRV_OP_ANSWER, 0);
 	gen_write("srv", "tick", p.b, p.n);
+
+	/* Joins that go wrong, then right; a reconnect of the path. */
+	for (k = 0; k < 2; k++) {
+		keyed = k;
+		begin(&p, keyed);
+		connect_(&p, 0, 0, 0, 0, 2);
+		connect_h(&p, 1, 0, 0, 1, 2, 0x08); /* no proof_sess */
+		connect_h(&p, 1, 0, 0, 1, 2, 0x10); /* a wrong one */
+		connect_h(&p, 2, 0, 1, 0, 1, 0x01); /* keyed: "other" */
+		connect_(&p, 1, 0, 0, 1, 2);
+		info(&p, 0, 0);
+		req(&p, 1, false, 0, 64, 4, 1, SRV_ACT_OK);
+		connect_(&p, 0, 0, 0, 0, 2);
+		info(&p, 0, 0);
+		p.b[p.n++] = SRV_OP_SYNC;
+		gen_write("srv", keyed ? "keyed-joins" : "joins", p.b, p.n);
+	}
+
+	/* Handshakes refused or left open, then the deadline. */
+	for (k = 0; k < 2; k++) {
+		keyed = k;
+		begin(&p, keyed);
+		connect_h(&p, 0, 0, 0, 0, 1, 0x02); /* keyed: "nobody" */
+		connect_h(&p, 1, 1, 0, 0, 1, 0x03); /* keyed: no key */
+		connect_h(&p, 2, 2, 0, 0, 1, 0x04); /* wrong key proof */
+		connect_h(&p, 3, 3, 0, 0, 1, 0x20); /* low-order key */
+		info(&p, 3, 0);
+		connect_h(&p, 0, 0, 0, 0, 1, 0x40); /* no AUTH_REQ */
+		info(&p, 0, 0);
+		op2(&p, SRV_OP_TICK, 60);
+		connect_(&p, 1, 1, 0, 0, 1);
+		info(&p, 1, 1);
+		gen_write("srv", keyed ? "keyed-refused" : "refused", p.b, p.n);
+	}
+
+	/* A raw AUTH_REQ: flags 0, a public key, no proof. */
+	begin(&p, false);
+	connect_h(&p, 0, 0, 0, 0, 1, 0x80);
+	p.n += gen_le16(p.b + p.n, 232);
+	p.n += gen_le16(p.b + p.n, 3); /* IBTRS_MSG_AUTH_REQ */
+	memset(p.b + p.n, 0, 230);
+	memset(p.b + p.n + 6 + 128, 0x42, 32);
+	p.n += 230;
+	info(&p, 0, 0);
+	req(&p, 0, false, 0, 64, 4, 1, SRV_ACT_OK);
+	gen_write("srv", "raw-auth", p.b, p.n);
 }

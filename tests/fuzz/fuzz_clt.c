@@ -1,0 +1,785 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_clt.c - the client's state machine against a fuzzer-driven server:
+ * a live client session (ibtrs_clt_open_opts() on the in-process loop
+ * backend) connects to a fake server that answers conn_req, AUTH_REQ and
+ * INFO_REQ right by default (with the real encoders and auth.c) and broken
+ * where the input says, then answers the client's requests and heartbeats
+ * or sends what the input says instead.
+ *
+ * The input (clt_prog.h) is read in order: first by the fake server while
+ * the client connects (one byte per answer, more for a broken one), then
+ * by the program of steps that runs once the session is open: requests of
+ * the client, answers and raw immediates of the server, disconnects.
+ * Every wait is bounded: connect and heartbeat timeouts of the session,
+ * ibtrs_clt_close()'s own bound, and AWAIT_MS for the program's waits.
+ *
+ * Checked beyond ASan and UBSan: what the client sends decodes (conn_req,
+ * AUTH_REQ, INFO_REQ, request immediates and trailers within the
+ * geometry it was given), an open session has the geometry the server
+ * gave, each submitted request is confirmed exactly once with 0 or a
+ * negative errno, and close ends every callback.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "auth.h"
+#include "fuzz.h"
+#include "ibtrs.h"
+#include "keyring.h"
+#include "loop.h"
+#include "proto.h"
+#include "xprt.h"
+#include "clt_prog.h"
+
+#define WR_AUTH 1
+#define WR_INFO 2
+#define WR_IMM 3
+#define MAX_CONS 8
+#define SRV_RECVS (CLT_QUEUE_DEPTH * 2 + 16)
+#define AWAIT_MS 200
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+/**
+ * struct fcon - one connection of the fake server
+ * @xcon: the connection, NULL when the slot is free
+ * @cr: its connection request
+ * @ns: the server's nonce of it
+ * @auth_req: the receive for AUTH_REQ
+ * @info_req: the receive for INFO_REQ (con 0)
+ * @auth_rsp: what AUTH_RSP is sent from
+ * @info_rsp: what INFO_RSP is sent from
+ * @stop: disconnects it, on the server's loop
+ */
+struct fcon {
+	struct ibtrs_xprt_con *xcon;
+	struct ibtrs_conn_req cr;
+	uint8_t ns[IBTRS_NONCE_LEN];
+	struct ibtrs_msg_auth_req auth_req;
+	struct ibtrs_msg_info_req info_req;
+	struct ibtrs_msg_auth_rsp auth_rsp;
+	uint8_t info_rsp[IBTRS_INFO_RSP_MAX_LEN];
+	struct ibtrs_work stop;
+};
+
+/**
+ * struct pending - a request of the client the server has not answered
+ * @con: the connection it came on
+ * @chunk: its chunk id
+ * @imm: its immediate
+ */
+struct pending {
+	unsigned int con;
+	uint32_t chunk;
+	uint32_t imm;
+};
+
+static const struct ibtrs_xprt_ops *xops;
+static struct ibtrs_loop *sloop;
+static struct ibtrs_xprt_listener *listener;
+static struct ibtrs_xprt_pd *spd;
+static struct ibtrs_xprt_mr *smr;
+static char *pool;
+static struct sockaddr_storage srv_ss;
+static uint16_t srv_port;
+static char reply[CLT_MAX_IO];
+static unsigned int off_bits; /* of the request immediates */
+
+/* The input, read by the fake server and by the program. */
+static pthread_mutex_t in_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fuzz_in input;
+
+/* The fake server's state, on its loop (and under srv_lock for the
+ * program's reads). */
+static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fcon fcons[MAX_CONS];
+static struct pending pend[CLT_MAX_PENDING];
+static unsigned int nr_pend;
+static bool have_secret;
+static bool pool_exact; /* INFO_RSP went out unbroken */
+static uint8_t secret[IBTRS_AUTH_KEY_LEN];
+static uint64_t incarnation;
+
+/* The client side. */
+static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conf_cond;
+static struct ibtrs_clt *clt;
+static unsigned int submitted, confirmed; /* under conf_lock */
+static char cbuf[CLT_QUEUE_DEPTH][CLT_MAX_IO];
+
+/**
+ * in8() - one byte of the input, from any thread
+ *
+ * Return: the byte, 0 once it is used up.
+ */
+static uint8_t in8(void)
+{
+	uint8_t v;
+
+	pthread_mutex_lock(&in_lock);
+	v = fuzz_u8(&input);
+	pthread_mutex_unlock(&in_lock);
+	return v;
+}
+
+/**
+ * in32() - a little-endian 32-bit value of the input
+ *
+ * Return: the value.
+ */
+static uint32_t in32(void)
+{
+	uint32_t v;
+
+	pthread_mutex_lock(&in_lock);
+	v = fuzz_u32(&input);
+	pthread_mutex_unlock(&in_lock);
+	return v;
+}
+
+/**
+ * corrupt() - break a message where the input says: with @how & 0x08,
+ * set the byte at (next byte % @len) to the byte after; with @how & 0x10,
+ * once more
+ * @buf: the message
+ * @len: its length
+ * @how: the answer's byte
+ */
+static void corrupt(void *buf, size_t len, uint8_t how)
+{
+	uint8_t *b = buf, off;
+
+	if (how & 0x08) {
+		off = in8();
+		b[off % len] = in8();
+	}
+	if (how & 0x10) {
+		off = in8();
+		b[off % len] = in8();
+	}
+}
+
+/**
+ * con_of() - the slot of a server connection
+ * @xcon: the connection
+ *
+ * Return: its slot.
+ */
+static struct fcon *con_of(struct ibtrs_xprt_con *xcon)
+{
+	return xcon->ctx;
+}
+
+/**
+ * answer_auth() - AUTH_RSP to an AUTH_REQ, right or broken
+ * @c: the connection
+ * @len: bytes of AUTH_REQ
+ */
+static void answer_auth(struct fcon *c, uint32_t len)
+{
+	struct ibtrs_auth_hs ah = {
+		.version = c->cr.version,
+		.cid = c->cr.cid,
+		.cid_num = c->cr.cid_num,
+		.flags = c->cr.first_conn ? IBTRS_CONN_FIRST : 0,
+		.identity = "",
+	};
+	uint8_t priv[IBTRS_AUTH_KEY_LEN], pub[IBTRS_AUTH_KEY_LEN] = { 0 };
+	uint8_t shared[IBTRS_AUTH_KEY_LEN];
+	struct ibtrs_auth_rsp rsp = { .flags = IBTRS_RSP_INCARNATION };
+	struct iovec iov = { .iov_base = &c->auth_rsp,
+			     .iov_len = sizeof(c->auth_rsp) };
+	struct ibtrs_auth_req ar;
+	uint8_t how = in8();
+	bool create;
+
+	FUZZ_CHECK(!ibtrs_auth_req_decode(&c->auth_req, len, &ar));
+	/* Without a key file the client proves no key. */
+	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_PSK));
+	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_JOIN) == !have_secret);
+	memcpy(ah.nc, c->cr.nonce, IBTRS_NONCE_LEN);
+	memcpy(ah.ns, c->ns, IBTRS_NONCE_LEN);
+	memcpy(ah.sess_uuid, c->cr.sess_uuid, IBTRS_UUID_LEN);
+	memcpy(ah.path_uuid, c->cr.path_uuid, IBTRS_UUID_LEN);
+	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
+	if ((how & 7) == 7) {
+		rsp = (struct ibtrs_auth_rsp){ .err = in8() };
+	} else {
+		/* A new session for a client without its secret, unless
+		 * the input says the server lies about it. */
+		create = !have_secret != !!(how & 0x20);
+		if (create) {
+			FUZZ_CHECK(!ibtrs_auth_keypair(priv, pub));
+			if (ibtrs_auth_x25519(shared, priv, ar.pub))
+				memset(shared, 0, sizeof(shared));
+			ibtrs_auth_secret(secret, NULL, 0, shared, &ah, pub);
+			have_secret = true;
+			incarnation = 0x1000 + in8();
+			rsp.flags |= IBTRS_RSP_NEW_SESS;
+		}
+		rsp.incarnation = incarnation ? incarnation : 1;
+		memcpy(rsp.pub, pub, sizeof(pub));
+		ibtrs_auth_proof_srv(rsp.proof, secret, sizeof(secret), &ah,
+				     create ? pub : NULL, rsp.flags,
+				     rsp.incarnation);
+	}
+	ibtrs_auth_rsp_encode(&c->auth_rsp, &rsp);
+	corrupt(&c->auth_rsp, sizeof(c->auth_rsp), how);
+	if (how & 0x40)
+		iov.iov_len = in8() % sizeof(c->auth_rsp);
+	xops->post_send(c->xcon, &iov, 1, 0, 0);
+}
+
+/**
+ * answer_info() - INFO_RSP to an INFO_REQ: the pool, in one or two
+ * descriptors, right or broken
+ * @c: the connection
+ * @len: bytes of INFO_REQ
+ */
+static void answer_info(struct fcon *c, uint32_t len)
+{
+	uint32_t total = CLT_QUEUE_DEPTH * CLT_CHUNK;
+	struct ibtrs_desc d[2] = {
+		{ smr->addr, smr->key, total },
+		{ 0, 0, 0 },
+	};
+	char name[IBTRS_SESSNAME_LEN];
+	struct iovec iov = { .iov_base = c->info_rsp };
+	uint8_t how = in8();
+
+	FUZZ_CHECK(!ibtrs_info_req_decode(&c->info_req, len, name));
+	FUZZ_CHECK(!strcmp(name, CLT_SESSNAME));
+	if (how & 1) {
+		d[0].len = CLT_CHUNK;
+		d[1] = (struct ibtrs_desc){ smr->addr + CLT_CHUNK, smr->key,
+					    total - CLT_CHUNK };
+	}
+	iov.iov_len = ibtrs_info_rsp_encode(c->info_rsp, d, how & 1 ? 2 : 1);
+	pool_exact = !(how & 0x58);
+	corrupt(c->info_rsp, iov.iov_len, how);
+	if (how & 0x40)
+		iov.iov_len = in8() % (iov.iov_len + 1);
+	xops->post_send(c->xcon, &iov, 1, 0, 0);
+}
+
+/**
+ * take_request() - an IO_REQ immediate: check it, keep it for the program
+ * @c: the connection
+ * @imm: the immediate
+ */
+static void take_request(struct fcon *c, uint32_t imm)
+{
+	struct ibtrs_req_trailer t;
+	uint32_t chunk, off;
+
+	ibtrs_imm_req_unpack(imm, off_bits, &chunk, &off);
+	FUZZ_CHECK(chunk < CLT_QUEUE_DEPTH);
+	FUZZ_CHECK(off + sizeof(struct ibtrs_trailer) <= CLT_CHUNK);
+	/* Where INFO_RSP told the truth, the trailer is where it belongs. */
+	if (pool_exact) {
+		FUZZ_CHECK(!ibtrs_trailer_decode(pool + chunk * CLT_CHUNK + off,
+						 &t));
+		FUZZ_CHECK(t.usr_len <= off && off - t.usr_len <= CLT_MAX_IO);
+	}
+	pthread_mutex_lock(&srv_lock);
+	if (nr_pend < CLT_MAX_PENDING)
+		pend[nr_pend++] = (struct pending){
+			.con = (unsigned int)(c - fcons),
+			.chunk = chunk,
+			.imm = imm,
+		};
+	pthread_mutex_unlock(&srv_lock);
+	pthread_mutex_lock(&conf_lock);
+	pthread_cond_broadcast(&conf_cond);
+	pthread_mutex_unlock(&conf_lock);
+}
+
+/**
+ * stop_work() - disconnect a server connection, as work on its loop
+ * @w: the connection's stop work
+ */
+static void stop_work(struct ibtrs_work *w)
+{
+	struct fcon *c = container_of(w, struct fcon, stop);
+
+	if (c->xcon)
+		xops->disconnect(c->xcon);
+}
+
+/**
+ * srv_wc() - a completion of a server connection
+ * @xcon: the connection
+ * @wc: the completion
+ */
+static void srv_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
+{
+	struct fcon *c = con_of(xcon);
+	unsigned int i;
+
+	if (wc->status)
+		return;
+	switch (wc->opcode) {
+	case IBTRS_WC_RECV:
+		if (wc->wr_id == WR_AUTH)
+			answer_auth(c, wc->byte_len);
+		else if (wc->wr_id == WR_INFO)
+			answer_info(c, wc->byte_len);
+		return;
+	case IBTRS_WC_RECV_IMM:
+		break;
+	default:
+		return;
+	}
+	xops->post_recv(xcon, NULL, 0, WR_IMM);
+	switch (ibtrs_imm_type(wc->imm)) {
+	case IBTRS_IMM_IO_REQ:
+		take_request(c, wc->imm);
+		break;
+	case IBTRS_IMM_HB:
+		xops->post_write(xcon, NULL, 0, 0, 0,
+				 ibtrs_imm_hb(IBTRS_IMM_HB_ACK), 0,
+				 IBTRS_XPRT_IMM);
+		break;
+	case IBTRS_IMM_HB_ACK:
+		break;
+	case IBTRS_IMM_CLOSE:
+		/* The session ends: the server closes its paths. */
+		for (i = 0; i < MAX_CONS; i++)
+			if (fcons[i].xcon)
+				ibtrs_loop_queue(sloop, &fcons[i].stop);
+		break;
+	default:
+		FUZZ_CHECK(!"unknown immediate from the client");
+	}
+}
+
+/**
+ * srv_err() - a server connection failed
+ * @xcon: the connection
+ * @err: why
+ */
+static void srv_err(struct ibtrs_xprt_con *xcon, int err)
+{
+	(void)xcon;
+	FUZZ_CHECK(err < 0);
+}
+
+static const struct ibtrs_xprt_handler srv_handler = {
+	.wc = srv_wc,
+	.err = srv_err,
+};
+
+/**
+ * on_connreq() - a connection request: accept it (its conn_rsp right or
+ * broken) or reject it, as the input says
+ * @arg: unused
+ * @req: the request
+ * @info: its private data
+ */
+static void on_connreq(void *arg, struct ibtrs_xprt_connreq *req,
+		       const struct ibtrs_connreq_info *info)
+{
+	struct ibtrs_xprt_con_attr attr = {
+		.max_send_wr = SRV_RECVS,
+		.max_recv_wr = SRV_RECVS + 2,
+		.max_send_sge = 2,
+	};
+	struct ibtrs_conn_rsp r = {
+		.version = IBTRS_PROTO_VER,
+		.queue_depth = CLT_QUEUE_DEPTH,
+		.max_io_size = CLT_MAX_IO,
+		.chunk_size = CLT_CHUNK,
+		.max_usr_msg = IBTRS_MAX_USR_MSG,
+		.flags = IBTRS_RSP_AUTH,
+	};
+	struct ibtrs_msg_conn_rsp m;
+	struct ibtrs_conn_req cr;
+	struct fcon *c = NULL;
+	uint8_t how = in8();
+	unsigned int i;
+
+	(void)arg;
+	FUZZ_CHECK(!ibtrs_conn_req_decode(info->priv, sizeof(info->priv), &cr));
+	FUZZ_CHECK(cr.caps & IBTRS_CAP_AUTH);
+	FUZZ_CHECK(cr.cid < cr.cid_num && cr.first_conn == !cr.cid);
+	for (i = 0; i < MAX_CONS && !c; i++)
+		if (!fcons[i].xcon)
+			c = &fcons[i];
+	if ((how & 7) == 7 || !c) {
+		r = (struct ibtrs_conn_rsp){ .version = IBTRS_PROTO_VER,
+					     .err = in8() };
+		ibtrs_conn_rsp_encode(&m, &r);
+		corrupt(&m, sizeof(m), how);
+		xops->reject(req, &m);
+		return;
+	}
+	FUZZ_CHECK(!ibtrs_random(r.nonce, sizeof(r.nonce)));
+	ibtrs_conn_rsp_encode(&m, &r);
+	corrupt(&m, sizeof(m), how);
+	if (xops->accept(req, spd, &attr, &m, &c->xcon)) {
+		c->xcon = NULL;
+		return;
+	}
+	c->cr = cr;
+	memcpy(c->ns, r.nonce, sizeof(c->ns));
+	c->stop.fn = stop_work;
+	c->xcon->handler = &srv_handler;
+	c->xcon->ctx = c;
+	FUZZ_CHECK(!xops->post_recv(c->xcon, &c->auth_req, sizeof(c->auth_req),
+				    WR_AUTH));
+	if (!cr.cid)
+		FUZZ_CHECK(!xops->post_recv(c->xcon, &c->info_req,
+					    sizeof(c->info_req), WR_INFO));
+	for (i = 0; i < SRV_RECVS; i++)
+		FUZZ_CHECK(!xops->post_recv(c->xcon, NULL, 0, WR_IMM));
+	FUZZ_CHECK(!xops->start(c->xcon, sloop));
+}
+
+/**
+ * conf() - a request of the client is confirmed
+ * @priv: its tag
+ * @err: 0 or a negative errno
+ */
+static void conf(void *priv, int err)
+{
+	FUZZ_CHECK(err <= 0 && err >= -IBTRS_IMM_MAX_ERRNO);
+	ibtrs_clt_put_tag(clt, priv);
+	pthread_mutex_lock(&conf_lock);
+	confirmed++;
+	FUZZ_CHECK(confirmed <= submitted);
+	pthread_cond_broadcast(&conf_cond);
+	pthread_mutex_unlock(&conf_lock);
+}
+
+/**
+ * op_req() - CLT_OP_REQ: the client sends a request
+ */
+static void op_req(void)
+{
+	uint8_t a = in8();
+	uint32_t len = in32() % (CLT_MAX_IO + 1);
+	uint8_t usr[64];
+	struct iovec vec = { .iov_base = usr, .iov_len = (a >> 2) % 64 };
+	struct iovec sg;
+	struct ibtrs_tag *tag;
+	int dir = a & 1 ? IBTRS_READ : IBTRS_WRITE;
+
+	tag = ibtrs_clt_get_tag(clt, a & 2 ? IBTRS_USR_CON : IBTRS_IO_CON,
+				IBTRS_TAG_NOWAIT);
+	if (!tag)
+		return;
+	memset(usr, a, sizeof(usr));
+	sg.iov_base = cbuf[0];
+	sg.iov_len = len;
+	pthread_mutex_lock(&conf_lock);
+	submitted++;
+	pthread_mutex_unlock(&conf_lock);
+	if (ibtrs_clt_request(dir, conf, clt, tag, tag, &vec, 1, len, &sg, 1)) {
+		pthread_mutex_lock(&conf_lock);
+		submitted--;
+		pthread_mutex_unlock(&conf_lock);
+		ibtrs_clt_put_tag(clt, tag);
+	}
+}
+
+/**
+ * do_answer() - the server's answer to its oldest held request, on its
+ * loop: a READ's data into the client's buffer first, then the immediate
+ * (right, with an error, of another chunk, or raw)
+ * @arg: the answer byte and raw immediate, packed by op_answer()
+ */
+static void do_answer(void *arg)
+{
+	uint64_t how = (uint64_t)(uintptr_t)arg;
+	uint8_t a = (uint8_t)how;
+	uint32_t raw = (uint32_t)(how >> 8), imm;
+	struct ibtrs_req_trailer t;
+	struct pending p;
+	struct fcon *c;
+	uint32_t chunk, off;
+	struct iovec iov;
+
+	pthread_mutex_lock(&srv_lock);
+	if (!nr_pend) {
+		pthread_mutex_unlock(&srv_lock);
+		return;
+	}
+	p = pend[0];
+	memmove(pend, pend + 1, --nr_pend * sizeof(pend[0]));
+	pthread_mutex_unlock(&srv_lock);
+	c = &fcons[p.con];
+	if (!c->xcon)
+		return;
+	ibtrs_imm_req_unpack(p.imm, off_bits, &chunk, &off);
+	if (!ibtrs_trailer_decode(pool + chunk * CLT_CHUNK + off, &t) &&
+	    t.dir == IBTRS_READ && !(a & 4)) {
+		iov.iov_base = reply;
+		iov.iov_len = t.desc.len <= sizeof(reply) ? t.desc.len : 0;
+		xops->post_write(c->xcon, &iov, 1, t.desc.addr, t.desc.key, 0,
+				 0, 0);
+	}
+	switch (a & 3) {
+	case 0:
+		imm = ibtrs_imm_rsp(p.chunk, 0);
+		break;
+	case 1:
+		imm = ibtrs_imm_rsp(p.chunk, -(int)(raw % 4096));
+		break;
+	case 2:
+		imm = ibtrs_imm_rsp(raw % (CLT_QUEUE_DEPTH + 2), 0);
+		break;
+	default:
+		imm = raw;
+		break;
+	}
+	xops->post_write(c->xcon, NULL, 0, 0, 0, imm, 0, IBTRS_XPRT_IMM);
+}
+
+/**
+ * do_imm() - an immediate of the server's choice, on its loop
+ * @arg: connection slot and immediate, packed by op_imm()
+ */
+static void do_imm(void *arg)
+{
+	uint64_t v = (uint64_t)(uintptr_t)arg;
+	struct fcon *c = &fcons[(v >> 32) % MAX_CONS];
+
+	if (c->xcon)
+		xops->post_write(c->xcon, NULL, 0, 0, 0, (uint32_t)v, 0,
+				 IBTRS_XPRT_IMM);
+}
+
+/**
+ * do_send() - a SEND the client does not expect, on the server's loop
+ * @arg: connection slot and length
+ */
+static void do_send(void *arg)
+{
+	uint64_t v = (uint64_t)(uintptr_t)arg;
+	struct fcon *c = &fcons[(v >> 32) % MAX_CONS];
+	struct iovec iov = { .iov_base = reply, .iov_len = (uint32_t)v };
+
+	if (c->xcon)
+		xops->post_send(c->xcon, &iov, 1, 0, 0);
+}
+
+/**
+ * do_disc() - the server drops a connection, on its loop
+ * @arg: its slot
+ */
+static void do_disc(void *arg)
+{
+	struct fcon *c = &fcons[(uintptr_t)arg % MAX_CONS];
+
+	if (c->xcon)
+		xops->disconnect(c->xcon);
+}
+
+/**
+ * pending_cnt() - requests the server holds
+ *
+ * Return: their count.
+ */
+static unsigned int pending_cnt(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&srv_lock);
+	n = nr_pend;
+	pthread_mutex_unlock(&srv_lock);
+	return n;
+}
+
+/**
+ * noop() - nothing, on a loop: ibtrs_loop_call() of it waits for the loop
+ * @arg: unused
+ */
+static void noop(void *arg)
+{
+	(void)arg;
+}
+
+/**
+ * await() - wait, bounded, until every submitted request is confirmed or
+ * held by the server
+ */
+static void await(void)
+{
+	uint64_t end = ibtrs_real_now_ns() + AWAIT_MS * 1000000ull;
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
+
+	pthread_mutex_lock(&conf_lock);
+	while (confirmed + pending_cnt() < submitted &&
+	       pthread_cond_timedwait(&conf_cond, &conf_lock, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&conf_lock);
+}
+
+/**
+ * free_cons() - end the fake server's connections, on its loop
+ * @arg: unused
+ */
+static void free_cons(void *arg)
+{
+	unsigned int i;
+
+	(void)arg;
+	for (i = 0; i < MAX_CONS; i++) {
+		if (!fcons[i].xcon)
+			continue;
+		ibtrs_loop_cancel(sloop, &fcons[i].stop);
+		xops->disconnect(fcons[i].xcon);
+		xops->destroy(fcons[i].xcon);
+		fcons[i].xcon = NULL;
+	}
+	nr_pend = 0;
+	have_secret = false;
+	pool_exact = false;
+	incarnation = 0;
+}
+
+/**
+ * LLVMFuzzerInitialize() - the fake server: its loop, listener and pool
+ * @argc: unused
+ * @argv: unused
+ *
+ * Return: 0.
+ */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&srv_ss;
+	struct sockaddr_storage bound;
+	pthread_condattr_t ca;
+	struct iovec iov;
+
+	(void)argc;
+	(void)argv;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&conf_cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	xops = ibtrs_xprt_find("loop");
+	FUZZ_CHECK(xops);
+	FUZZ_CHECK(!ibtrs_loop_create(&sloop, "fuzz-srv", NULL, NULL, 0));
+	FUZZ_CHECK(!xops->pd_alloc(&spd, 1));
+	FUZZ_CHECK(!xops->mr_alloc(spd, 1, &smr));
+	pool = calloc(CLT_QUEUE_DEPTH, CLT_CHUNK);
+	FUZZ_CHECK(pool);
+	iov.iov_base = pool;
+	iov.iov_len = CLT_QUEUE_DEPTH * CLT_CHUNK;
+	FUZZ_CHECK(!xops->mr_map(smr, &iov, 1));
+	memset(reply, 0xcd, sizeof(reply));
+	FUZZ_CHECK(ibtrs_imm_off_bits(CLT_QUEUE_DEPTH, CLT_CHUNK) >= 0);
+	off_bits = (unsigned int)ibtrs_imm_off_bits(CLT_QUEUE_DEPTH, CLT_CHUNK);
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	FUZZ_CHECK(!xops->listen(sloop, (struct sockaddr *)&srv_ss, on_connreq,
+				 NULL, &listener));
+	FUZZ_CHECK(!xops->listener_addr(listener, &bound));
+	srv_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	sin->sin_port = htons(srv_port);
+	return 0;
+}
+
+/**
+ * LLVMFuzzerTestOneInput() - one client session against the fake server
+ * @data: the answers and the program, see clt_prog.h
+ * @size: its length
+ *
+ * Return: 0.
+ */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ibtrs_addr path = { .src = NULL, .dst = &srv_ss };
+	struct ibtrs_clt_opts o;
+	struct ibtrs_attrs attrs;
+	unsigned int step;
+	uint64_t v;
+	int ret;
+
+	pthread_mutex_lock(&in_lock);
+	input = (struct fuzz_in){ data, size };
+	pthread_mutex_unlock(&in_lock);
+	submitted = confirmed = 0;
+
+	ibtrs_clt_opts_init(&o, sizeof(o));
+	o.sessname = CLT_SESSNAME;
+	o.paths = &path;
+	o.path_cnt = 1;
+	o.port = srv_port;
+	o.backend = "loop";
+	o.max_reconnect_attempts = 0;
+	o.connect_timeout_ms = CLT_CONNECT_MS;
+	o.hb_timeout_ms = CLT_HB_TIMEOUT_MS;
+	o.failover_timeout_ms = CLT_FAILOVER_MS;
+	o.io_cons = 1;
+	o.no_control = true;
+	o.tls = IBTRS_TLS_OFF;
+	clt = ibtrs_clt_open_opts(&o);
+	if (clt) {
+		/* -ECOMM: the server dropped the path already. */
+		ret = ibtrs_clt_query(clt, &attrs);
+		FUZZ_CHECK(!ret || ret == -ECOMM);
+		FUZZ_CHECK(attrs.queue_depth == CLT_QUEUE_DEPTH &&
+			   attrs.max_io_size == CLT_MAX_IO);
+		for (step = 0; step < CLT_MAX_STEPS; step++) {
+			pthread_mutex_lock(&in_lock);
+			if (!input.n) {
+				pthread_mutex_unlock(&in_lock);
+				break;
+			}
+			pthread_mutex_unlock(&in_lock);
+			switch (in8() % CLT_OP_NR) {
+			case CLT_OP_REQ:
+				op_req();
+				break;
+			case CLT_OP_ANSWER:
+				v = in8();
+				v |= (uint64_t)in32() << 8;
+				ibtrs_loop_call(sloop, do_answer,
+						(void *)(uintptr_t)v);
+				break;
+			case CLT_OP_IMM:
+				v = (uint64_t)in8() << 32;
+				v |= in32();
+				ibtrs_loop_call(sloop, do_imm,
+						(void *)(uintptr_t)v);
+				break;
+			case CLT_OP_SEND:
+				v = (uint64_t)in8() << 32;
+				v |= in8() * 4u;
+				ibtrs_loop_call(sloop, do_send,
+						(void *)(uintptr_t)v);
+				break;
+			case CLT_OP_DISC:
+				ibtrs_loop_call(sloop, do_disc,
+						(void *)(uintptr_t)in8());
+				break;
+			default:
+				ibtrs_loop_call(sloop, noop, NULL);
+				await();
+				break;
+			}
+		}
+		/* Answer what is left; close fails what is still out. */
+		while (pending_cnt())
+			ibtrs_loop_call(sloop, do_answer, NULL);
+		ibtrs_clt_close(clt);
+		pthread_mutex_lock(&conf_lock);
+		FUZZ_CHECK(confirmed == submitted);
+		pthread_mutex_unlock(&conf_lock);
+		clt = NULL;
+	}
+	ibtrs_loop_call(sloop, free_cons, NULL);
+	return 0;
+}
