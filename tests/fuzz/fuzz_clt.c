@@ -683,8 +683,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	off_bits = (unsigned int)ibtrs_imm_off_bits(CLT_QUEUE_DEPTH, CLT_CHUNK);
 	sin->sin_family = AF_INET;
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	FUZZ_CHECK(!xops->listen(sloop, (struct sockaddr *)&srv_ss, on_connreq,
-				 NULL, &listener));
+	FUZZ_CHECK(!xops->listen(sloop, (struct sockaddr *)&srv_ss, NULL,
+				 on_connreq, NULL, &listener));
 	FUZZ_CHECK(!xops->listener_addr(listener, &bound));
 	srv_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
 	sin->sin_port = htons(srv_port);

@@ -77,6 +77,18 @@ void ibtrs_uuid_str(const uint8_t uuid[IBTRS_UUID_BYTES], char *buf)
 }
 
 /**
+ * ibtrs_loop_call() - fake of loop.c's: no loop thread here, run @fn now
+ * @loop: unused
+ * @fn: what to run
+ * @arg: its argument
+ */
+void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg)
+{
+	(void)loop;
+	fn(arg);
+}
+
+/**
  * ibtrs_loop_status() - fake of loop.c's: a fixed object
  * @loop: unused
  * @j: where
