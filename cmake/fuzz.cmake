@@ -75,18 +75,25 @@ foreach(src ${IBTRS_FUZZ_SOURCES})
 	# New inputs go to the build directory, never into the repository.
 	set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz-out/${name})
 	file(MAKE_DIRECTORY ${out})
-	# The stateful targets run fewer: a few hundred inputs a second.
+	# The stateful targets run fewer: a few hundred inputs a second, and
+	# the client's falls to some 30 a second once its corpus holds inputs
+	# that wait out a timeout (a bounded wait each).
 	set(runs ${IBTRS_FUZZ_RUNS})
-	if(name STREQUAL "srv" OR name STREQUAL "clt")
+	set(timeout 120)
+	if(name STREQUAL "srv")
 		math(EXPR runs "${IBTRS_FUZZ_RUNS} / 4")
+		set(timeout 300)
+	elseif(name STREQUAL "clt")
+		math(EXPR runs "${IBTRS_FUZZ_RUNS} / 20")
+		set(timeout 300)
 	endif()
 	# A finding fails the test: libFuzzer's own exit code for it (77)
 	# is the one CTest takes for a skip.
 	add_test(NAME fuzz/${name} COMMAND fuzz_${name} -runs=${runs} -seed=1
 		-error_exitcode=1 -timeout_exitcode=1 -max_len=4096 -timeout=30 -artifact_prefix=${out}/
 		-dict=${dict} ${out} ${IBTRS_FUZZ_DIR}/corpus/${name})
-	set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz TIMEOUT 120
-		SKIP_RETURN_CODE 77)
+	set_tests_properties(fuzz/${name} PROPERTIES LABELS fuzz
+		TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
 endforeach()
 # fuzz_ctl includes the few library files it drives; the others link the
 # instrumented archive (fuzz_tcp_frames includes tcp.c, whose symbols then
