@@ -336,17 +336,11 @@ static void tcp_destroy(struct ibtrs_xprt_con *xcon)
 	free(c);
 }
 
-/* Full blocking I/O with a deadline, for the hello only. */
-static int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
-			   uint64_t deadline_ns)
+int tcp_wait_fd(int fd, short events, uint64_t deadline_ns)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		struct pollfd p = { .fd = fd,
-				    .events = out ? POLLOUT : POLLIN };
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
 		uint64_t now = ibtrs_now_ns();
-		ssize_t n;
 		int r;
 
 		if (now >= deadline_ns)
@@ -356,8 +350,23 @@ static int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
 			continue;
 		if (r < 0)
 			return -errno;
-		if (!r)
-			return -ETIMEDOUT;
+		if (r)
+			return 0;
+	}
+}
+
+/* Full blocking I/O with a deadline, for the hello only. */
+static int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
+			   uint64_t deadline_ns)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n;
+		int r = tcp_wait_fd(fd, out ? POLLOUT : POLLIN, deadline_ns);
+
+		if (r)
+			return r;
 		if (out)
 			n = send(fd, (char *)buf + done, len - done,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -425,26 +425,6 @@ static int tls_handshake_error(struct tcp_tls *t, int r)
 	return -EPROTO;
 }
 
-/* Wait for @fd until @deadline_ns: 0, -ETIMEDOUT or an error. */
-static int tls_wait(int fd, short events, uint64_t deadline_ns)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		uint64_t now = ibtrs_now_ns();
-		int r;
-
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)((deadline_ns - now) / 1000000 + 1));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r)
-			return 0;
-	}
-}
-
 /* Push out what the session queued, blocking until @deadline_ns. */
 static int tls_out_wait(struct tcp_tls *t, uint64_t deadline_ns)
 {
@@ -453,7 +433,7 @@ static int tls_out_wait(struct tcp_tls *t, uint64_t deadline_ns)
 	while (t->user_io && (r = tls_out_flush(t))) {
 		if (r != -EAGAIN)
 			return r;
-		r = tls_wait(t->fd, POLLOUT, deadline_ns);
+		r = tcp_wait_fd(t->fd, POLLOUT, deadline_ns);
 		if (r)
 			return r;
 	}
@@ -495,9 +475,9 @@ int tcp_tls_client(int fd, const struct ibtrs_xprt_tls *cfg,
 		r = tls_out_wait(t, deadline_ns);
 		if (!r && gnutls_record_get_direction(t->s) == 0 &&
 		    t->ihead == t->itail)
-			r = tls_wait(fd, POLLIN, deadline_ns);
+			r = tcp_wait_fd(fd, POLLIN, deadline_ns);
 		else if (!r && !t->user_io)
-			r = tls_wait(fd, POLLOUT, deadline_ns);
+			r = tcp_wait_fd(fd, POLLOUT, deadline_ns);
 		if (r == -ETIMEDOUT)
 			ibtrs_log(IBTRS_LOG_ERR,
 				  "tcp: TLS handshake with server %s timed out",
@@ -748,7 +728,7 @@ int tcp_tls_io_deadline(struct tcp_tls *t, void *buf, size_t len, bool out,
 			v.iov_len -= (size_t)n;
 			continue;
 		}
-		r = tls_wait(t->fd, out ? POLLOUT : POLLIN, deadline_ns);
+		r = tcp_wait_fd(t->fd, out ? POLLOUT : POLLIN, deadline_ns);
 		if (r)
 			return r;
 	}
