@@ -39,6 +39,7 @@
 #include <sys/uio.h>
 
 #include "ibtrs.h"
+#include "keyring.h"
 
 struct ibtrs_loop;
 struct ibtrs_xprt_con;
@@ -172,7 +173,7 @@ struct ibtrs_connreq_info {
 	uint8_t priv[IBTRS_XPRT_PRIV_LEN];
 	struct sockaddr_storage peer;
 	struct sockaddr_storage local;
-	char tls_identity[129];
+	char tls_identity[IBTRS_IDENTITY_MAX + 1];
 };
 
 /**
