@@ -84,7 +84,8 @@ read -r err verify ios < <(fio_errors "$TMP/fio.json") || {
 }
 echo "fio: exit $rc, $ios I/Os, $err errors, $verify verify failures"
 [ "$rc" -eq 0 ] && [ "$err" -eq 0 ] && [ "$verify" -eq 0 ] && [ "$ios" -gt 0 ] || {
-	cat "$TMP/fio.out"
+	head -20 "$TMP/fio.out"
+	grep -E 'error:|path [0-9]+: ' "$TMP/fio.log" | head -40
 	fail "fio through the path cut"
 }
 check_path fio
