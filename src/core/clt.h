@@ -238,6 +238,8 @@ struct ibtrs_clt {
 	const struct ibtrs_xprt_ops *ops;
 	struct ibtrs_xprt_pd *pd;
 	struct ibtrs_loop *loop;
+	struct ibtrs_loop_tick *tick; /* clt_tick() on @loop */
+	bool shared_loop;	      /* @loop is of the process's pool */
 	unsigned int connect_timeout_ms;
 	unsigned int io_cons;
 	uint16_t port;
@@ -266,7 +268,7 @@ struct ibtrs_clt {
 
 	/* connector thread */
 	pthread_t connector;
-	bool connector_started;
+	bool connector_started; /* under conn_lock: from the first reconnect */
 	pthread_mutex_t conn_lock;
 	pthread_cond_t conn_cond;
 	bool conn_stop; /* under conn_lock */
