@@ -442,6 +442,7 @@ int ibtrs_loop_tick_add(struct ibtrs_loop *loop, void (*fn)(void *arg),
 		return ret;
 	}
 	/* On the list before it can fire: the destroy finds it. */
+	*tickp = t;
 	pthread_mutex_lock(&loop->lock);
 	t->next = loop->ticks;
 	if (t->next)
@@ -459,9 +460,9 @@ int ibtrs_loop_tick_add(struct ibtrs_loop *loop, void (*fn)(void *arg),
 		pthread_mutex_unlock(&loop->lock);
 		close(t->src.fd);
 		free(t);
+		*tickp = NULL;
 		return ret;
 	}
-	*tickp = t;
 	return 0;
 }
 

@@ -49,7 +49,8 @@ void ibtrs_loop_destroy(struct ibtrs_loop *loop);
  * milliseconds, on its own timer, and ibtrs_loop_tick_late_ns() tells it
  * its own lateness. A loop carries any number of them (the sessions of a
  * shared loop each keep their own). Any thread; *@tick is the handle for
- * ibtrs_loop_tick_del().
+ * ibtrs_loop_tick_del(), stored before the tick can first run (NULL on
+ * failure).
  */
 struct ibtrs_loop_tick;
 int ibtrs_loop_tick_add(struct ibtrs_loop *loop, void (*fn)(void *arg),

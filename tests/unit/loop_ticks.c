@@ -22,6 +22,8 @@
 struct tcount {
 	struct ibtrs_loop *loop;
 	struct ibtrs_loop_tick *tick;
+	/* the handle for removing itself, once the adder has it */
+	_Atomic(struct ibtrs_loop_tick *) self;
 	atomic_uint n;
 	atomic_bool off_thread; /* ran on another thread than the loop's */
 	unsigned int stop_at;	/* removes itself at this count, 0: never */
@@ -34,8 +36,12 @@ static void count_tick(void *arg)
 
 	if (!ibtrs_loop_on_thread(c->loop))
 		atomic_store(&c->off_thread, true);
-	if (c->stop_at && n == c->stop_at)
-		ibtrs_loop_tick_del(c->tick);
+	if (c->stop_at && n >= c->stop_at) {
+		struct ibtrs_loop_tick *t = atomic_exchange(&c->self, NULL);
+
+		if (t)
+			ibtrs_loop_tick_del(t);
+	}
 }
 
 /* Until @c counted @n ticks, at most @sec seconds. */
@@ -94,7 +100,7 @@ static void test_ticks(void)
 	struct tcount fast = { 0 }, slow = { 0 }, self = { .stop_at = 3 };
 	struct ibtrs_loop_tick *t;
 	struct ibtrs_loop *loop;
-	unsigned int n;
+	unsigned int n, ns;
 
 	CHECK_EQ(ibtrs_loop_create(&loop, "t-ticks", NULL, NULL, 0), 0);
 	fast.loop = slow.loop = self.loop = loop;
@@ -106,21 +112,24 @@ static void test_ticks(void)
 		 0);
 	CHECK_EQ(ibtrs_loop_tick_add(loop, count_tick, &self, 5, &self.tick),
 		 0);
+	atomic_store(&self.self, self.tick);
 	/* Each at its own period: the 5 ms tick far more often. */
 	CHECK(reaches(&slow, 3, 30));
 	CHECK(reaches(&fast, 20, 30));
 	printf("5 ms tick: %u, 50 ms tick: %u\n", atomic_load(&fast.n),
 	       atomic_load(&slow.n));
 	CHECK(atomic_load(&fast.n) > atomic_load(&slow.n));
-	/* Removed from its own callback at its third run: never again. */
-	CHECK_EQ(atomic_load(&self.n), 3);
+	/* Removed from its own callback at its third run (or the first
+	 * after its handle was stored): never again. */
+	ns = atomic_load(&self.n);
+	CHECK(ns >= 3 && !atomic_load(&self.self));
 
 	/* Removed from another thread: when the call returns it is over. */
 	ibtrs_loop_tick_del(fast.tick);
 	n = atomic_load(&fast.n);
 	CHECK(reaches(&slow, atomic_load(&slow.n) + 2, 30));
 	CHECK_EQ(atomic_load(&fast.n), n);
-	CHECK_EQ(atomic_load(&self.n), 3);
+	CHECK_EQ(atomic_load(&self.n), ns);
 	CHECK(!atomic_load(&fast.off_thread) && !atomic_load(&slow.off_thread));
 	/* The one left goes with the loop. */
 	ibtrs_loop_destroy(loop);
