@@ -95,13 +95,29 @@ run_bounded 60 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
 grep -q '^sessions: 3 on 2 loop threads shared; p99 (us) of a session: median' \
 	"$TMP/t.out" || fail "no sessions line in the table: $(cat "$TMP/t.out")"
 
-# SIGTERM ends every session of the process, within the 2 s of the tool.
-"$IBTRS" bench --path ip:127.0.0.1 --port "$port" --sessions 6 --loops 2 \
-	--rw randread --time 600 --json >"$TMP/sig.json" 2>"$TMP/sig.err" &
+# On the control socket every session of the process shows, each with
+# the busy polling it asked for, which is its shared loop's. Then SIGTERM
+# ends every session, within the 2 s of the tool.
+export IBTRS_RUNTIME_DIR
+IBTRS_RUNTIME_DIR=$(mktemp -d "$TMP/rt.XXXXXX") || fail "mktemp"
+IBTRS_CONTROL=1 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
+	--sessions 6 --loops 2 --busy-poll 300 --rw randread --time 600 \
+	--json >"$TMP/sig.json" 2>"$TMP/sig.err" &
 pid=$!
 PIDS+=("$pid")
 wait_threads "$pid" '^ibtrs-clt/' 2 || fail "the long run did not start"
 sleep 1 # every session past its start
+run_bounded 20 "$IBTRS" status --json >"$TMP/st.json" </dev/null ||
+	fail "ibtrs status failed"
+python3 - "$TMP/st.json" "$pid" <<'PY' || fail "bad status of the sessions"
+import json, sys
+procs = json.load(open(sys.argv[1]))
+me = [p for p in procs if p["pid"] == int(sys.argv[2])]
+assert len(me) == 1, procs
+c = me[0]["clients"]
+assert len(c) == 6, c
+assert all(x["poll"]["busy_poll_us"] == 300 for x in c), c
+PY
 kill -TERM "$pid"
 for ((i = 0; i < 50; i++)); do
 	kill -0 "$pid" 2>/dev/null || break
