@@ -5,11 +5,13 @@
  * reconnect, heartbeats, statistics) and clt_fault.c (fault injection, for
  * testing).
  *
- * Threads: the caller's threads submit; the session's loop thread
- * receives, completes and runs every callback; the session's connector
- * thread reconnects failed paths. A submitter holds its path's lock for
- * reading while it posts, and a path changes state only under the same
- * lock held for writing, so no request slips onto a path going down.
+ * Threads: the caller's threads submit; the session's loop thread (its
+ * own, or one of the process's shared client loops: loop_threads) receives,
+ * completes and runs every callback; the session's connector thread,
+ * started by its first reconnect, reconnects failed paths. A submitter holds
+ * its path's lock for reading while it posts, and a path changes state only
+ * under the same lock held for writing, so no request slips onto a path going
+ * down.
  */
 #ifndef IBTRS_CLT_H
 #define IBTRS_CLT_H
