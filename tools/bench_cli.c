@@ -450,7 +450,7 @@ int cmd_bench(int argc, char *argv[])
 		return TOOL_EXIT_USAGE;
 	}
 	if (loops_set && cfg.sessions <= 1) {
-		tool_err("--loops needs --sessions");
+		tool_err("--loops needs --sessions of 2 or more");
 		return TOOL_EXIT_USAGE;
 	}
 	if (cfg.sessions > 1 && !loops_set) {
