@@ -455,6 +455,8 @@ int ibtrs_addr_to_sockaddr(const char *str, size_t len, uint16_t port,
 #define IBTRS_MAX_QUEUE_DEPTH 4096
 #define IBTRS_MAX_BUSY_POLL_US 1000000
 #define IBTRS_MAX_IO_CONS 8
+/* Most loop threads a process's shared client loops can have. */
+#define IBTRS_MAX_LOOP_THREADS 64
 
 /**
  * enum ibtrs_tls_mode - TLS 1.3 with pre-shared keys (tcp backend only)
@@ -698,6 +700,19 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                proves it and the server must prove it back
  * @identity: which key of the file to use; NULL: the environment variable
  *            IBTRS_IDENTITY, else the file's first key
+ * @loop_threads: 0 (the default): the session runs on a loop thread of
+ *                its own, as it always did. N (1..IBTRS_MAX_LOOP_THREADS):
+ *                on one of the process's shared client loops, the one of
+ *                the first N with the fewest sessions, made on first use
+ *                and ended when its last session closes: many sessions of
+ *                one process then take N threads, not one each, and
+ *                completions of several sessions are handled in one
+ *                batch. Each session keeps its own tick and its state
+ *                stays its loop thread's; a session asking for busy
+ *                polling sets it for its whole loop. A blocking call on a
+ *                session must then not come from a callback of any
+ *                session on the same loop. See ibtrs(7), "Threads".
+ *                (appended)
  */
 struct ibtrs_clt_opts {
 	size_t size;
@@ -725,6 +740,7 @@ struct ibtrs_clt_opts {
 	int tls;
 	const char *tls_psk_file;
 	const char *identity;
+	uint32_t loop_threads;
 };
 
 /**

@@ -15,6 +15,8 @@
 #include "ibtrs.h"
 
 struct tool_sec;
+struct hist;
+struct bench_group;
 
 #define BENCH_DEFAULT_BS 4096
 #define BENCH_DEFAULT_QD 64
@@ -22,6 +24,8 @@ struct tool_sec;
 #define BENCH_DEFAULT_TIME 10.0
 #define BENCH_MAX_QD 65536
 #define BENCH_MAX_THREADS 256
+/* Most sessions of one "ibtrs bench --sessions". */
+#define BENCH_MAX_SESSIONS 1024
 /* Limits of --hb-timeout and --failover-timeout, milliseconds. */
 #define BENCH_MIN_HB_TIMEOUT_MS 100
 #define BENCH_MAX_TIMEOUT_MS 3600000
@@ -127,6 +131,15 @@ enum bench_submit {
  * @sec: TLS and the key, resolved (tool_sec_resolve()); NULL for none
  * @progress: called once per second from the calling thread, or NULL
  * @progress_arg: passed to @progress
+ * @sessions: sessions of the run (bench_run_sessions(); 0 or 1: one)
+ * @loop_threads: the session's ibtrs_clt_opts.loop_threads (0: a loop of
+ *                its own)
+ * @part, @parts: with @parts > 1 the run uses part @part of @parts of the
+ *                target, so that sessions of one process never share a
+ *                block
+ * @group: the sessions of one bench_run_sessions(), which start together
+ *         and stop on its signal; NULL for a run of its own
+ * @hist_out: if not NULL, the run's latencies are merged into it
  */
 struct bench_cfg {
 	const char *const *paths;
@@ -156,6 +169,11 @@ struct bench_cfg {
 	const struct tool_sec *sec;
 	bench_progress_fn *progress;
 	void *progress_arg;
+	uint32_t sessions;
+	uint32_t loop_threads;
+	uint32_t part, parts;
+	struct bench_group *group;
+	struct hist *hist_out;
 };
 
 /**
@@ -259,6 +277,11 @@ struct bench_res {
 	uint64_t replayed_after_loss;
 	/* the signal that ended the run early, 0 for none */
 	int signal;
+	/* bench_run_sessions(): the sessions that ran, the loops they shared
+	 * (0: a loop each) and each session's p99 latency, microseconds */
+	uint32_t sessions;
+	uint32_t loops;
+	double sess_p99_us[BENCH_MAX_SESSIONS];
 };
 
 const char *bench_rw_str(enum bench_rw rw);
@@ -268,6 +291,14 @@ const char *bench_submit_str(enum bench_submit submit);
 void bench_cfg_init(struct bench_cfg *cfg);
 void bench_print_event(FILE *f, const struct ibtrs_event *ev);
 int bench_run(const struct bench_cfg *cfg, struct bench_res *res);
+
+/* bench_sessions.c */
+int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res);
+/* For bench_run(): the session is ready (@ok) or failed; wait for all. */
+void bench_group_ready(struct bench_group *g);
+/* Wait at most @ns for the group's signal: the signal, 0 for none. */
+int bench_group_wait(struct bench_group *g, uint64_t ns);
+void bench_sess_p99(const struct bench_res *res, double *median, double *worst);
 
 /* Ticks kept for a plot: an hour of seconds. */
 #define BENCH_SERIES_MAX 3600

@@ -51,6 +51,13 @@ void usage_bench(FILE *f)
 		"  --runtime T, --time T\n"
 		"                     run time: seconds, or 500ms, 10s, 1m, 1h (default %g)\n"
 		"  --io-cons N        I/O connections per path, 1..8 (default 1)\n"
+		"  --sessions N       N sessions in this process, 1..%d (default 1):\n"
+		"                     the iodepth and the threads split over them,\n"
+		"                     each its own part of the target; one report\n"
+		"                     of all, with each session's p99\n"
+		"  --loops M          with --sessions, the shared loop threads they\n"
+		"                     run on, 0..%d (default: the online CPUs, at\n"
+		"                     most N; 0: a loop thread each)\n"
 		"  --busy-poll US     the session's thread polls US microseconds\n"
 		"                     after an event before it sleeps (default 0)\n"
 		"  --busy-poll-adaptive\n"
@@ -103,9 +110,9 @@ void usage_bench(FILE *f)
 		"usage errors.\n",
 		TOOL_NAME, TOOL_NAME, IBTRS_MAX_PATHS, IBTRS_DEFAULT_PORT,
 		BENCH_DEFAULT_RWMIXREAD, BENCH_DEFAULT_BS, BENCH_DEFAULT_QD,
-		BENCH_DEFAULT_THREADS, BENCH_DEFAULT_TIME,
-		BENCH_MIN_HB_TIMEOUT_MS, BENCH_MAX_TIMEOUT_MS,
-		BENCH_MAX_TIMEOUT_MS, TOOL_NAME);
+		BENCH_DEFAULT_THREADS, BENCH_DEFAULT_TIME, BENCH_MAX_SESSIONS,
+		IBTRS_MAX_LOOP_THREADS, BENCH_MIN_HB_TIMEOUT_MS,
+		BENCH_MAX_TIMEOUT_MS, BENCH_MAX_TIMEOUT_MS, TOOL_NAME);
 }
 
 /**
@@ -150,6 +157,8 @@ enum {
 	OPT_RWMIXREAD,
 	OPT_OUTPUT_FORMAT,
 	OPT_PLOT,
+	OPT_SESSIONS,
+	OPT_LOOPS,
 };
 
 /**
@@ -184,6 +193,8 @@ int cmd_bench(int argc, char *argv[])
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "submit", required_argument, NULL, OPT_SUBMIT },
 		{ "io-cons", required_argument, NULL, OPT_IO_CONS },
+		{ "sessions", required_argument, NULL, OPT_SESSIONS },
+		{ "loops", required_argument, NULL, OPT_LOOPS },
 		{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
 		{ "busy-poll-adaptive", no_argument, NULL,
 		  OPT_BUSY_POLL_ADAPTIVE },
@@ -207,7 +218,7 @@ int cmd_bench(int argc, char *argv[])
 	struct bench_cfg cfg;
 	struct bench_res *res;
 	const char *plot_file = NULL;
-	bool json = false;
+	bool json = false, loops_set = false;
 	int c, ret, plot_ret = 0;
 	uint64_t v;
 
@@ -328,6 +339,20 @@ int cmd_bench(int argc, char *argv[])
 						       "1..8");
 			cfg.io_cons = (uint32_t)v;
 			break;
+		case OPT_SESSIONS:
+			if (tool_parse_uint(optarg, 1, BENCH_MAX_SESSIONS, &v))
+				return bench_bad_value("sessions", optarg,
+						       "1..1024");
+			cfg.sessions = (uint32_t)v;
+			break;
+		case OPT_LOOPS:
+			if (tool_parse_uint(optarg, 0, IBTRS_MAX_LOOP_THREADS,
+					    &v))
+				return bench_bad_value("loops", optarg,
+						       "0..64");
+			cfg.loop_threads = (uint32_t)v;
+			loops_set = true;
+			break;
 		case OPT_BUSY_POLL:
 			if (tool_parse_uint(optarg, 0, IBTRS_MAX_BUSY_POLL_US,
 					    &v))
@@ -418,7 +443,29 @@ int cmd_bench(int argc, char *argv[])
 	cfg.sec = &sec;
 	if (cfg.qd < cfg.threads)
 		cfg.qd = cfg.threads;
-	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO);
+	if (cfg.sessions > 1 &&
+	    (cfg.export_name || plot_file || prog.json || cfg.events)) {
+		tool_err(
+			"--sessions takes no --export, --plot, --interval-json or --events");
+		return TOOL_EXIT_USAGE;
+	}
+	if (loops_set && cfg.sessions <= 1) {
+		tool_err("--loops needs --sessions of 2 or more");
+		return TOOL_EXIT_USAGE;
+	}
+	if (cfg.sessions > 1 && !loops_set) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (cpus < 1)
+			cpus = 1;
+		if (cpus > IBTRS_MAX_LOOP_THREADS)
+			cpus = IBTRS_MAX_LOOP_THREADS;
+		cfg.loop_threads = (uint32_t)cpus < cfg.sessions
+					   ? (uint32_t)cpus
+					   : cfg.sessions;
+	}
+	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO) &&
+		   cfg.sessions <= 1;
 	if (plot_file) {
 		/* Large: not on the stack. The events are marked on it. */
 		prog.series = calloc(1, sizeof(*prog.series));
@@ -440,7 +487,8 @@ int cmd_bench(int argc, char *argv[])
 		tool_err("cannot allocate the benchmark: %s", strerror(ENOMEM));
 		return TOOL_EXIT_FAIL;
 	}
-	ret = bench_run(&cfg, res);
+	ret = cfg.sessions > 1 ? bench_run_sessions(&cfg, res)
+			       : bench_run(&cfg, res);
 	if (ret) {
 		free(prog.series);
 		free(res);

@@ -1017,6 +1017,10 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 	t->b = b;
 	t->qd = qd;
 	t->first_blk = idx * blks_per_thread;
+	/* A session of several in a process: its own part of the target. */
+	if (b->cfg->parts > 1 && !b->cfg->export_name)
+		t->first_blk += (uint64_t)b->cfg->part *
+				(TOOL_TARGET_SIZE / b->cfg->bs / b->cfg->parts);
 	t->nblks = blks_per_thread;
 	rng = mix64(tool_now_ns() ^ ((uint64_t)getpid() << 20) ^ idx) | 1;
 	hist_init(&t->hist);
@@ -1174,6 +1178,8 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 	hist_init(all);
 	for (i = 0; i < b->nthreads; i++)
 		hist_merge(all, &b->threads[i].hist);
+	if (b->cfg->hist_out)
+		hist_merge(b->cfg->hist_out, all);
 	res->lat_cnt = all->count;
 	if (all->count) {
 		res->min_us = (double)all->min / 1000;
@@ -1581,7 +1587,11 @@ static void bench_close_export(struct bench *b)
  */
 static int bench_wait_signal(struct bench *b, uint64_t ns)
 {
-	int sig = tool_signal_wait((int)((ns + 999999) / 1000000), NULL);
+	/* A session of a group: the group's thread takes the signals. */
+	int sig = b->cfg->group
+			  ? bench_group_wait(b->cfg->group, ns)
+			  : tool_signal_wait((int)((ns + 999999) / 1000000),
+					     NULL);
 
 	if (sig)
 		__atomic_store_n(&b->signal, sig, __ATOMIC_RELAXED);
@@ -1599,6 +1609,8 @@ static int bench_wait_signal(struct bench *b, uint64_t ns)
 static void bench_geometry(const struct bench_cfg *cfg, uint64_t nblks,
 			   uint64_t *per_thread, unsigned int *qd)
 {
+	if (cfg->parts > 1)
+		nblks /= cfg->parts;
 	*per_thread = nblks / cfg->threads;
 	*qd = cfg->qd / cfg->threads;
 	if (!*qd)
@@ -1661,6 +1673,7 @@ static int bench_open(struct bench *b, struct bench_addrs *a)
 		opts.io_cons = cfg->io_cons;
 	opts.busy_poll_us = cfg->busy_poll_us;
 	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
+	opts.loop_threads = cfg->loop_threads;
 	if (cfg->sec) {
 		opts.tls = cfg->sec->tls;
 		opts.tls_psk_file = cfg->sec->psk_file;
@@ -1997,6 +2010,7 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	struct bench_addrs addrs;
 	struct bench_cpu cpu;
 	unsigned int i, qd, started = 0;
+	bool ready = false;
 	uint64_t per_thread;
 	int ret;
 
@@ -2014,8 +2028,11 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		return TOOL_EXIT_USAGE;
 	}
 	ret = bench_open(&b, &addrs);
-	if (ret)
+	if (ret) {
+		if (cfg->group)
+			bench_group_ready(cfg->group);
 		return ret;
+	}
 	ret = bench_target(&b, res, &per_thread, &qd);
 	if (ret)
 		goto out_close;
@@ -2029,6 +2046,11 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 	}
 	if (bench_alloc(&b, per_thread, qd))
 		goto out_close;
+	/* The sessions of a group start together, once all are open. */
+	if (cfg->group) {
+		bench_group_ready(cfg->group);
+		ready = true;
+	}
 	bench_cpu_start(&b, &cpu);
 	tk->start = tool_now_ns();
 	started = bench_spawn(&b);
@@ -2045,6 +2067,8 @@ int bench_run(const struct bench_cfg *cfg, struct bench_res *res)
 		ret = 0;
 
 out_close:
+	if (cfg->group && !ready)
+		bench_group_ready(cfg->group);
 	/* Aborts what did not drain; callbacks still see the threads. An
 	 * export's close waits for its requests instead. */
 	__atomic_store_n(&b.closing, 1, __ATOMIC_RELEASE);

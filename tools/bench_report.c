@@ -276,6 +276,23 @@ static void bench_events_json(struct json *j, const struct bench_res *res)
  *
  * Return: 0, or -1 (with a message) when out of memory.
  */
+/* --sessions: how many, on how many loops, and each one's p99. */
+static void bench_sessions_json(struct json *j, const struct bench_res *res)
+{
+	double med, worst;
+	uint32_t i;
+
+	bench_sess_p99(res, &med, &worst);
+	json_u64(j, "sessions", res->sessions);
+	json_u64(j, "loops", res->loops);
+	json_fixed(j, "sess_p99_median_us", med, 1);
+	json_fixed(j, "sess_p99_worst_us", worst, 1);
+	json_arr_begin(j, "sess_p99_us");
+	for (i = 0; i < res->sessions; i++)
+		json_fixed(j, NULL, res->sess_p99_us[i], 1);
+	json_arr_end(j);
+}
+
 int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 {
 	struct json j;
@@ -328,6 +345,8 @@ int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 	json_u64(&j, "busy_poll_us", cfg->busy_poll_us);
 	json_bool(&j, "busy_poll_adaptive", cfg->busy_poll_adaptive);
 	json_str(&j, "policy", res->policy);
+	if (cfg->sessions > 1)
+		bench_sessions_json(&j, res);
 	bench_target_json(&j, cfg, res);
 	bench_paths_json(&j, res);
 	bench_amo_json(&j, res);
@@ -396,6 +415,15 @@ void bench_print_table(const struct bench_cfg *cfg, const struct bench_res *res)
 	printf(" numjobs=%u submit=%s policy=%s runtime=%.2fs%s\n",
 	       cfg->threads, bench_submit_str(cfg->submit), res->policy,
 	       res->time_s, cfg->verify ? " verify" : "");
+	if (cfg->sessions > 1) {
+		double med, worst;
+
+		bench_sess_p99(res, &med, &worst);
+		printf("sessions: %u on %u loop thread%s%s; p99 (us) of a "
+		       "session: median %.1f, worst %.1f\n",
+		       res->sessions, res->loops, res->loops == 1 ? "" : "s",
+		       res->loops ? " shared" : " (one each)", med, worst);
+	}
 	if (cfg->export_name)
 		printf("target: export '%s', %llu bytes, logical block %u\n",
 		       cfg->export_name, (unsigned long long)res->export_size,

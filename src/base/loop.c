@@ -22,18 +22,14 @@
 
 struct ibtrs_loop {
 	int epfd;
-	struct ibtrs_loop_src wake; /* eventfd: work queued or stop */
-	struct ibtrs_loop_src timer;
+	struct ibtrs_loop_src wake;	  /* eventfd: work queued or stop */
+	struct ibtrs_loop_tick *own_tick; /* the tick of ibtrs_loop_create() */
+	struct ibtrs_loop_tick *ticks;	  /* under @lock: every tick */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	struct ibtrs_work *head, *tail; /* under @lock */
 	bool stop;			/* under @lock */
 	bool sleeping; /* under @lock: waits in epoll_wait with a timeout */
-	void (*tick)(void *arg);
-	void *tick_arg;
-	uint64_t tick_every_ns;	  /* the tick's period */
-	uint64_t tick_last_ns;	  /* real clock at the last tick, 0: none */
-	uint64_t tick_late_ns;	  /* loop thread: this tick's lateness */
 	_Atomic uint64_t late_ns; /* sum of every tick's lateness */
 	_Atomic uint64_t late_ticks;
 	_Atomic uint32_t busy_poll_us; /* spin this long after an event */
@@ -132,40 +128,54 @@ static void wake_cb(struct ibtrs_loop_src *src, uint32_t events)
 			  strerror(errno));
 }
 
+/*
+ * One periodic callback of a loop: its own timerfd, so that every owner of
+ * a shared loop keeps its own period and its own lateness.
+ */
+struct ibtrs_loop_tick {
+	struct ibtrs_loop_src src; /* the timerfd */
+	struct ibtrs_loop *loop;
+	void (*fn)(void *arg); /* loop thread; NULL once removed */
+	void *arg;
+	uint64_t every_ns; /* the period */
+	uint64_t last_ns;  /* real clock at the last tick, 0: none */
+	struct ibtrs_loop_tick *next, **pprev; /* under loop->lock */
+	struct ibtrs_work free_work;	       /* frees it after the batch */
+};
+
 static void timer_cb(struct ibtrs_loop_src *src, uint32_t events)
 {
-	struct ibtrs_loop *loop =
-		(struct ibtrs_loop *)((char *)src -
-				      offsetof(struct ibtrs_loop, timer));
-	uint64_t v;
-
-	uint64_t now, gap;
+	struct ibtrs_loop_tick *t =
+		(struct ibtrs_loop_tick *)((char *)src -
+					   offsetof(struct ibtrs_loop_tick,
+						    src));
+	struct ibtrs_loop *loop = t->loop;
+	uint64_t v, now, gap, late;
 
 	(void)events;
-	if (read(src->fd, &v, sizeof(v)) != sizeof(v))
+	/* Removed earlier in this batch: its event is stale. */
+	if (!t->fn || read(src->fd, &v, sizeof(v)) != sizeof(v))
 		return;
 	/* How much later than its period this tick came: time in which the
 	 * loop did not run (preempted, stopped, a long batch), so time that
 	 * proves nothing about a peer. The real clock: it is the thread's
 	 * own time, whatever a test does to ibtrs_now_ns(). */
 	now = ibtrs_real_now_ns();
-	gap = loop->tick_last_ns ? now - loop->tick_last_ns : 0;
-	loop->tick_last_ns = now;
+	gap = t->last_ns ? now - t->last_ns : 0;
+	t->last_ns = now;
 	/* Timer jitter is not a stall: half a period of slack. A test that
 	 * moves its own clock decides what time passed: no lateness then. */
 	if (atomic_load_explicit(&test_clock, memory_order_relaxed))
 		gap = 0;
-	loop->tick_late_ns = gap > loop->tick_every_ns + loop->tick_every_ns / 2
-				     ? gap - loop->tick_every_ns
-				     : 0;
-	tick_late_tls = loop->tick_late_ns;
-	if (loop->tick_late_ns) {
-		atomic_fetch_add_explicit(&loop->late_ns, loop->tick_late_ns,
+	late = gap > t->every_ns + t->every_ns / 2 ? gap - t->every_ns : 0;
+	tick_late_tls = late;
+	if (late) {
+		atomic_fetch_add_explicit(&loop->late_ns, late,
 					  memory_order_relaxed);
 		atomic_fetch_add_explicit(&loop->late_ticks, 1,
 					  memory_order_relaxed);
 	}
-	loop->tick(loop->tick_arg);
+	t->fn(t->arg);
 }
 
 /*
@@ -301,6 +311,41 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
+/* Under loop->lock. */
+static void tick_unlink(struct ibtrs_loop_tick *t)
+{
+	if (!t->pprev)
+		return;
+	*t->pprev = t->next;
+	if (t->next)
+		t->next->pprev = t->pprev;
+	t->next = NULL;
+	t->pprev = NULL;
+}
+
+static void tick_free_work(struct ibtrs_work *w)
+{
+	struct ibtrs_loop_tick *t =
+		(struct ibtrs_loop_tick *)((char *)w -
+					   offsetof(struct ibtrs_loop_tick,
+						    free_work));
+
+	close(t->src.fd);
+	free(t);
+}
+
+/* The thread is gone (or never ran): the ticks left go with the loop. */
+static void loop_free_ticks(struct ibtrs_loop *loop)
+{
+	struct ibtrs_loop_tick *t;
+
+	while ((t = loop->ticks)) {
+		tick_unlink(t);
+		close(t->src.fd);
+		free(t);
+	}
+}
+
 int ibtrs_loop_create(struct ibtrs_loop **loopp, const char *name,
 		      void (*tick)(void *arg), void *arg, unsigned int tick_ms)
 {
@@ -312,7 +357,6 @@ int ibtrs_loop_create(struct ibtrs_loop **loopp, const char *name,
 		return -ENOMEM;
 	snprintf(loop->name, sizeof(loop->name), "%s", name);
 	pthread_mutex_init(&loop->lock, NULL);
-	loop->timer.fd = -1;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (loop->epfd < 0) {
 		ret = -errno;
@@ -327,40 +371,21 @@ int ibtrs_loop_create(struct ibtrs_loop **loopp, const char *name,
 	ret = ibtrs_loop_add(loop, &loop->wake, EPOLLIN);
 	if (ret)
 		goto close_wake;
+	/* Before the thread runs: the tick needs no call onto the loop. */
 	if (tick && tick_ms) {
-		struct itimerspec its = {
-			.it_interval.tv_sec = tick_ms / 1000,
-			.it_interval.tv_nsec = (long)(tick_ms % 1000) * 1000000,
-		};
-
-		its.it_value = its.it_interval;
-		loop->tick = tick;
-		loop->tick_arg = arg;
-		loop->tick_every_ns = (uint64_t)tick_ms * 1000000;
-		loop->timer.fd = timerfd_create(CLOCK_MONOTONIC,
-						TFD_CLOEXEC | TFD_NONBLOCK);
-		if (loop->timer.fd < 0) {
-			ret = -errno;
-			goto close_wake;
-		}
-		loop->timer.cb = timer_cb;
-		if (timerfd_settime(loop->timer.fd, 0, &its, NULL)) {
-			ret = -errno;
-			goto close_timer;
-		}
-		ret = ibtrs_loop_add(loop, &loop->timer, EPOLLIN);
+		ret = ibtrs_loop_tick_add(loop, tick, arg, tick_ms,
+					  &loop->own_tick);
 		if (ret)
-			goto close_timer;
+			goto close_wake;
 	}
 	ret = -pthread_create(&loop->thread, NULL, loop_thread, loop);
 	if (ret)
-		goto close_timer;
+		goto free_ticks;
 	*loopp = loop;
 	return 0;
 
-close_timer:
-	if (loop->timer.fd >= 0)
-		close(loop->timer.fd);
+free_ticks:
+	loop_free_ticks(loop);
 close_wake:
 	close(loop->wake.fd);
 close_ep:
@@ -380,12 +405,87 @@ void ibtrs_loop_destroy(struct ibtrs_loop *loop)
 	pthread_mutex_unlock(&loop->lock);
 	loop_kick(loop);
 	pthread_join(loop->thread, NULL);
-	if (loop->timer.fd >= 0)
-		close(loop->timer.fd);
+	loop_free_ticks(loop);
 	close(loop->wake.fd);
 	close(loop->epfd);
 	pthread_mutex_destroy(&loop->lock);
 	free(loop);
+}
+
+int ibtrs_loop_tick_add(struct ibtrs_loop *loop, void (*fn)(void *arg),
+			void *arg, unsigned int ms,
+			struct ibtrs_loop_tick **tickp)
+{
+	struct itimerspec its = {
+		.it_interval.tv_sec = ms / 1000,
+		.it_interval.tv_nsec = (long)(ms % 1000) * 1000000,
+	};
+	struct ibtrs_loop_tick *t;
+	int ret;
+
+	if (!loop || !fn || !ms || !tickp)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	its.it_value = its.it_interval;
+	t->loop = loop;
+	t->fn = fn;
+	t->arg = arg;
+	t->every_ns = (uint64_t)ms * 1000000;
+	t->free_work.fn = tick_free_work;
+	t->src.cb = timer_cb;
+	t->src.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (t->src.fd < 0) {
+		ret = -errno;
+		free(t);
+		return ret;
+	}
+	/* On the list before it can fire: the destroy finds it. */
+	*tickp = t;
+	pthread_mutex_lock(&loop->lock);
+	t->next = loop->ticks;
+	if (t->next)
+		t->next->pprev = &t->next;
+	t->pprev = &loop->ticks;
+	loop->ticks = t;
+	pthread_mutex_unlock(&loop->lock);
+	if (timerfd_settime(t->src.fd, 0, &its, NULL))
+		ret = -errno;
+	else
+		ret = ibtrs_loop_add(loop, &t->src, EPOLLIN);
+	if (ret) {
+		pthread_mutex_lock(&loop->lock);
+		tick_unlink(t);
+		pthread_mutex_unlock(&loop->lock);
+		close(t->src.fd);
+		free(t);
+		*tickp = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+/* Loop thread: the tick stops now; it is freed after the batch. */
+static void tick_del_fn(void *arg)
+{
+	struct ibtrs_loop_tick *t = arg;
+	struct ibtrs_loop *loop = t->loop;
+
+	t->fn = NULL;
+	ibtrs_loop_del(loop, &t->src);
+	pthread_mutex_lock(&loop->lock);
+	tick_unlink(t);
+	pthread_mutex_unlock(&loop->lock);
+	/* The batch being handled may still hold its event (timer_cb()
+	 * skips it): the memory goes once the batch is over. */
+	ibtrs_loop_queue(loop, &t->free_work);
+}
+
+void ibtrs_loop_tick_del(struct ibtrs_loop_tick *tick)
+{
+	if (tick)
+		ibtrs_loop_call(tick->loop, tick_del_fn, tick);
 }
 
 int ibtrs_loop_add(struct ibtrs_loop *loop, struct ibtrs_loop_src *src,
@@ -570,4 +670,73 @@ void ibtrs_loop_call(struct ibtrs_loop *loop, void (*fn)(void *arg), void *arg)
 	pthread_mutex_unlock(&c.lock);
 	pthread_cond_destroy(&c.cond);
 	pthread_mutex_destroy(&c.lock);
+}
+
+int ibtrs_loop_pool_get(struct ibtrs_loop_pool *pool, unsigned int nr,
+			struct ibtrs_loop **loopp)
+{
+	unsigned int i, best = 0;
+	char name[16];
+	int ret = 0;
+
+	if (!pool || !nr || nr > IBTRS_LOOP_POOL_MAX || !loopp)
+		return -EINVAL;
+	pthread_mutex_lock(&pool->lock);
+	/* The least loaded of the first @nr, a slot without a loop first. */
+	for (i = 1; i < nr; i++)
+		if (pool->slot[i].users < pool->slot[best].users)
+			best = i;
+	if (!pool->slot[best].loop) {
+		snprintf(name, sizeof(name), "%s/%u", pool->name, best);
+		ret = ibtrs_loop_create(&pool->slot[best].loop, name, NULL,
+					NULL, 0);
+	}
+	if (!ret) {
+		pool->slot[best].users++;
+		*loopp = pool->slot[best].loop;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return ret;
+}
+
+void ibtrs_loop_pool_put(struct ibtrs_loop_pool *pool, struct ibtrs_loop *loop)
+{
+	struct ibtrs_loop *gone = NULL;
+	unsigned int i;
+
+	if (!pool || !loop)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	for (i = 0; i < IBTRS_LOOP_POOL_MAX; i++) {
+		if (pool->slot[i].loop != loop)
+			continue;
+		if (!--pool->slot[i].users) {
+			gone = loop;
+			pool->slot[i].loop = NULL;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	if (i == IBTRS_LOOP_POOL_MAX)
+		ibtrs_log(IBTRS_LOG_ERR,
+			  "loop pool %s: put of a loop not its own",
+			  pool->name);
+	/* Outside the lock: the thread runs what is queued before it ends,
+	 * and a get meanwhile makes a new loop. */
+	ibtrs_loop_destroy(gone);
+}
+
+unsigned int ibtrs_loop_pool_users(struct ibtrs_loop_pool *pool,
+				   const struct ibtrs_loop *loop)
+{
+	unsigned int i, n = 0;
+
+	if (!pool)
+		return 0;
+	pthread_mutex_lock(&pool->lock);
+	for (i = 0; i < IBTRS_LOOP_POOL_MAX; i++)
+		if (pool->slot[i].loop && (!loop || pool->slot[i].loop == loop))
+			n += loop ? pool->slot[i].users : 1;
+	pthread_mutex_unlock(&pool->lock);
+	return n;
 }

@@ -36,12 +36,72 @@ struct ibtrs_work {
 };
 
 /*
- * @tick is called on the loop thread every @tick_ms milliseconds (0: never).
+ * @tick is called on the loop thread every @tick_ms milliseconds (0: never),
+ * as a tick of ibtrs_loop_tick_add() that lives as long as the loop.
  */
 int ibtrs_loop_create(struct ibtrs_loop **loop, const char *name,
 		      void (*tick)(void *arg), void *arg, unsigned int tick_ms);
 /* Stops the thread (after running queued work) and frees the loop. */
 void ibtrs_loop_destroy(struct ibtrs_loop *loop);
+
+/*
+ * A periodic callback: @fn(@arg) runs on the loop thread every @ms
+ * milliseconds, on its own timer, and ibtrs_loop_tick_late_ns() tells it
+ * its own lateness. A loop carries any number of them (the sessions of a
+ * shared loop each keep their own). Any thread; *@tick is the handle for
+ * ibtrs_loop_tick_del(), stored before the tick can first run (NULL on
+ * failure).
+ */
+struct ibtrs_loop_tick;
+int ibtrs_loop_tick_add(struct ibtrs_loop *loop, void (*fn)(void *arg),
+			void *arg, unsigned int ms,
+			struct ibtrs_loop_tick **tick);
+/*
+ * Remove @tick (NULL: nothing): once it returns its callback is not
+ * running and never runs again. Waits for the loop thread unless called on
+ * it; there it may be called from any callback, its own included.
+ */
+void ibtrs_loop_tick_del(struct ibtrs_loop_tick *tick);
+
+/*
+ * A process-wide pool of loops that owners share (the client sessions
+ * that ask for it): up to IBTRS_LOOP_POOL_MAX loops, each made on first
+ * use and destroyed when its last user puts it, named "<name>/<slot>".
+ * Define one with IBTRS_LOOP_POOL_INIT(name).
+ */
+#define IBTRS_LOOP_POOL_MAX 64
+
+struct ibtrs_loop_pool {
+	pthread_mutex_t lock;
+	const char *name;
+	struct {
+		struct ibtrs_loop *loop;
+		unsigned int users;
+	} slot[IBTRS_LOOP_POOL_MAX]; /* under @lock */
+};
+
+#define IBTRS_LOOP_POOL_INIT(n)                              \
+	{                                                    \
+		.lock = PTHREAD_MUTEX_INITIALIZER, .name = n \
+	}
+
+/*
+ * Take one of the first @nr (1..IBTRS_LOOP_POOL_MAX) loops of @pool: the
+ * one with the fewest users, made if it does not exist. 0 and *@loop set,
+ * or -EINVAL, or the error of ibtrs_loop_create().
+ */
+int ibtrs_loop_pool_get(struct ibtrs_loop_pool *pool, unsigned int nr,
+			struct ibtrs_loop **loop);
+/*
+ * Give back a loop of ibtrs_loop_pool_get(): the last user's put destroys
+ * it (ibtrs_loop_destroy()), so not from that loop's own thread, and only
+ * once nothing of the user is left on the loop (its sources deleted, its
+ * ticks removed).
+ */
+void ibtrs_loop_pool_put(struct ibtrs_loop_pool *pool, struct ibtrs_loop *loop);
+/* Users of @loop in @pool, or with @loop NULL the loops that exist. */
+unsigned int ibtrs_loop_pool_users(struct ibtrs_loop_pool *pool,
+				   const struct ibtrs_loop *loop);
 
 int ibtrs_loop_add(struct ibtrs_loop *loop, struct ibtrs_loop_src *src,
 		   uint32_t events);

@@ -268,6 +268,7 @@ static int check_opts(const struct ibtrs_clt_opts *o)
 	    o->max_segments > CLT_MAX_SEGMENTS ||
 	    o->io_cons > IBTRS_MAX_IO_CONS || !o->connect_timeout_ms ||
 	    o->busy_poll_us > IBTRS_MAX_BUSY_POLL_US ||
+	    o->loop_threads > IBTRS_MAX_LOOP_THREADS ||
 	    o->max_reconnect_attempts < -1 ||
 	    o->hb_timeout_ms < CLT_MIN_HB_TIMEOUT_MS ||
 	    (o->policy != IBTRS_MP_ROUND_ROBIN &&
@@ -291,6 +292,62 @@ static void sess_mark_open(void *arg)
 	struct ibtrs_clt *sess = arg;
 
 	sess->opened = true;
+}
+
+/*
+ * The client loops that sessions opened with loop_threads share, process
+ * wide (ibtrs_clt_opts).
+ */
+static struct ibtrs_loop_pool clt_loops = IBTRS_LOOP_POOL_INIT("ibtrs-clt");
+
+/*
+ * Give the loop up once nothing of the session is on it (its connections
+ * destroyed): the tick removed, and what the session queued before has run
+ * (the removal waits behind it on the loop's queue). Its own loop ends here,
+ * a shared one with its last session.
+ */
+static void sess_loop_put(struct ibtrs_clt *sess)
+{
+	if (!sess->loop)
+		return;
+	ibtrs_loop_tick_del(sess->tick);
+	sess->tick = NULL;
+	if (sess->shared_loop)
+		ibtrs_loop_pool_put(&clt_loops, sess->loop);
+	else
+		/* Runs the completions still queued. */
+		ibtrs_loop_destroy(sess->loop);
+	sess->loop = NULL;
+}
+
+/* The session's loop: its own, or one of the shared ones; and its tick. */
+static int sess_loop_get(struct ibtrs_clt *sess, const struct ibtrs_clt_opts *o)
+{
+	unsigned int tick_ms = (unsigned int)(sess->hb.tick_ns / 1000000);
+	int ret;
+
+	sess->shared_loop = o->loop_threads > 0;
+	if (sess->shared_loop)
+		ret = ibtrs_loop_pool_get(&clt_loops, o->loop_threads,
+					  &sess->loop);
+	else
+		ret = ibtrs_loop_create(&sess->loop, "ibtrs-clt", NULL, NULL,
+					0);
+	if (ret) {
+		sess->loop = NULL;
+		return ret;
+	}
+	ret = ibtrs_loop_tick_add(sess->loop, clt_tick, sess, tick_ms,
+				  &sess->tick);
+	if (ret) {
+		sess_loop_put(sess);
+		return ret;
+	}
+	/* A shared loop polls as its last session that asked for it. */
+	if (!sess->shared_loop || o->busy_poll_us)
+		ibtrs_loop_set_busy_poll(sess->loop, o->busy_poll_us,
+					 o->busy_poll_adaptive);
+	return 0;
 }
 
 static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
@@ -331,7 +388,7 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 {
 	struct ibtrs_clt_opts opts;
 	struct ibtrs_clt *sess;
-	unsigned int i, up = 0, tick_ms;
+	unsigned int i, up = 0;
 	int ret, first_err = 0;
 
 	if (!o ||
@@ -386,13 +443,9 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 		}
 		atomic_store(&sess->path_cnt, i + 1);
 	}
-	tick_ms = (unsigned int)(sess->hb.tick_ns / 1000000);
-	ret = ibtrs_loop_create(&sess->loop, "ibtrs-clt", clt_tick, sess,
-				tick_ms);
+	ret = sess_loop_get(sess, &opts);
 	if (ret)
 		goto free_sess;
-	ibtrs_loop_set_busy_poll(sess->loop, opts.busy_poll_us,
-				 opts.busy_poll_adaptive);
 	ret = clt_connector_start(sess);
 	if (ret)
 		goto destroy_loop;
@@ -422,7 +475,7 @@ stop_connector:
 	for (i = 0; i < opts.path_cnt; i++)
 		clt_path_destroy_cons(sess->paths[i]);
 destroy_loop:
-	ibtrs_loop_destroy(sess->loop);
+	sess_loop_put(sess);
 free_sess:
 	sess_free(sess);
 	errno = -ret;
@@ -511,8 +564,8 @@ void ibtrs_clt_close(struct ibtrs_clt *sess)
 	n = atomic_load(&sess->path_cnt);
 	for (i = 0; i < n; i++)
 		clt_path_destroy_cons(sess->paths[i]);
-	/* Runs the completions still queued, then no callback is left. */
-	ibtrs_loop_destroy(sess->loop);
+	/* The completions still queued run, then no callback is left. */
+	sess_loop_put(sess);
 	sess_free(sess);
 }
 

@@ -5,11 +5,13 @@
  * reconnect, heartbeats, statistics) and clt_fault.c (fault injection, for
  * testing).
  *
- * Threads: the caller's threads submit; the session's loop thread
- * receives, completes and runs every callback; the session's connector
- * thread reconnects failed paths. A submitter holds its path's lock for
- * reading while it posts, and a path changes state only under the same
- * lock held for writing, so no request slips onto a path going down.
+ * Threads: the caller's threads submit; the session's loop thread (its
+ * own, or one of the process's shared client loops: loop_threads) receives,
+ * completes and runs every callback; the session's connector thread,
+ * started by its first reconnect, reconnects failed paths. A submitter holds
+ * its path's lock for reading while it posts, and a path changes state only
+ * under the same lock held for writing, so no request slips onto a path going
+ * down.
  */
 #ifndef IBTRS_CLT_H
 #define IBTRS_CLT_H
@@ -238,6 +240,8 @@ struct ibtrs_clt {
 	const struct ibtrs_xprt_ops *ops;
 	struct ibtrs_xprt_pd *pd;
 	struct ibtrs_loop *loop;
+	struct ibtrs_loop_tick *tick; /* clt_tick() on @loop */
+	bool shared_loop;	      /* @loop is of the process's pool */
 	unsigned int connect_timeout_ms;
 	unsigned int io_cons;
 	uint16_t port;
@@ -266,7 +270,7 @@ struct ibtrs_clt {
 
 	/* connector thread */
 	pthread_t connector;
-	bool connector_started;
+	bool connector_started; /* under conn_lock: from the first reconnect */
 	pthread_mutex_t conn_lock;
 	pthread_cond_t conn_cond;
 	bool conn_stop; /* under conn_lock */

@@ -62,6 +62,28 @@ static enum ibtrs_path_state path_state(const struct clt_path *path)
 /* ------------------------------------------------------------------ */
 /* up and down                                                          */
 
+static void *connector_thread(void *arg);
+
+/*
+ * Under conn_lock: the connector thread runs from the first reconnect a
+ * session schedules on, so that a session whose paths stay up costs no
+ * thread but its loop's (which may be shared).
+ */
+static void connector_want(struct ibtrs_clt *sess)
+{
+	int err;
+
+	if (sess->connector_started || sess->conn_stop)
+		return;
+	err = pthread_create(&sess->connector, NULL, connector_thread, sess);
+	if (err)
+		ibtrs_log(IBTRS_LOG_ERR,
+			  "session %s: cannot start the connector: %s",
+			  sess->sessname, strerror(err));
+	else
+		sess->connector_started = true;
+}
+
 static void schedule_reconnect(struct clt_path *path, uint64_t delay_ns)
 {
 	struct ibtrs_clt *sess = path->sess;
@@ -72,6 +94,7 @@ static void schedule_reconnect(struct clt_path *path, uint64_t delay_ns)
 	delay_ns += (uint64_t)(jitter % CLT_RECONNECT_JITTER_MS) * 1000000;
 	pthread_mutex_lock(&sess->conn_lock);
 	path->next_try_ns = ibtrs_now_ns() + delay_ns;
+	connector_want(sess);
 	pthread_cond_signal(&sess->conn_cond);
 	pthread_mutex_unlock(&sess->conn_lock);
 }
@@ -926,22 +949,22 @@ static void *connector_thread(void *arg)
 
 int clt_connector_start(struct ibtrs_clt *sess)
 {
-	int ret =
-		-pthread_create(&sess->connector, NULL, connector_thread, sess);
-
-	sess->connector_started = !ret;
-	return ret;
+	/* The thread starts with the first reconnect (connector_want()). */
+	(void)sess;
+	return 0;
 }
 
 void clt_connector_stop(struct ibtrs_clt *sess)
 {
-	if (!sess->connector_started)
-		return;
+	bool started;
+
 	pthread_mutex_lock(&sess->conn_lock);
 	sess->conn_stop = true;
+	started = sess->connector_started;
 	pthread_cond_signal(&sess->conn_cond);
 	pthread_mutex_unlock(&sess->conn_lock);
-	pthread_join(sess->connector, NULL);
+	if (started)
+		pthread_join(sess->connector, NULL);
 	sess->connector_started = false;
 }
 
