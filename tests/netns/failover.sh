@@ -38,6 +38,9 @@ now() { date +%s.%N; }
 # start_server NAME: the target is $tmp/NAME.disk, kept across restarts
 # within one scenario so that a killed server's data survives.
 start_server() {
+	# Emptied here, not by the redirection: the child truncates it only
+	# once it runs, and the wait below would read the last server's line.
+	: >"$tmp/srv.out"
 	ip netns exec "$S" "$tool" server --port "$port" --quiet \
 		--hb-timeout 1000 --backing-file "$tmp/$1.disk" \
 		--stats-file "$tmp/srv-stats.json" >"$tmp/srv.out" 2>&1 &

@@ -39,6 +39,9 @@ netns_test ibtrsg g 20 2 python3 tc nft
 now() { date +%s.%N; }
 
 start_server() {
+	# Emptied here, not by the redirection: the child truncates it only
+	# once it runs, and the wait below would read the last server's line.
+	: >"$tmp/srv.out"
 	ip netns exec "$S" "$tool" server --port "$port" --quiet \
 		>"$tmp/srv.out" 2>&1 &
 	srv_pid=$!

@@ -41,6 +41,9 @@ now() { date +%s.%N; }
 # start_server: export $tmp/disk.img as "disk" on a port the OS picks.
 start_server() {
 	truncate -s 64M "$tmp/disk.img"
+	# Emptied here, not by the redirection: the child truncates it only
+	# once it runs, and the wait below would read the last server's line.
+	: >"$tmp/srv.out"
 	ip netns exec "$S" "$tool" server --port 0 --hb-timeout 1000 \
 		--export "disk=$tmp/disk.img" >"$tmp/srv.out" 2>&1 &
 	srv_pid=$!
