@@ -446,9 +446,7 @@ struct ibtrs_clt *ibtrs_clt_open_opts(const struct ibtrs_clt_opts *o)
 	ret = sess_loop_get(sess, &opts);
 	if (ret)
 		goto free_sess;
-	ret = clt_connector_start(sess);
-	if (ret)
-		goto destroy_loop;
+	/* The connector thread starts with the first reconnect. */
 
 	for (i = 0; i < opts.path_cnt; i++) {
 		ret = clt_path_open(sess->paths[i]);
@@ -474,7 +472,6 @@ stop_connector:
 	clt_connector_stop(sess);
 	for (i = 0; i < opts.path_cnt; i++)
 		clt_path_destroy_cons(sess->paths[i]);
-destroy_loop:
 	sess_loop_put(sess);
 free_sess:
 	sess_free(sess);

@@ -345,7 +345,6 @@ void clt_path_close(struct clt_path *path);	/* loop thread */
 void clt_path_say_close(struct clt_path *path); /* loop thread */
 void clt_path_destroy_cons(struct clt_path *path);
 void clt_tick(void *arg);
-int clt_connector_start(struct ibtrs_clt *sess);
 void clt_connector_stop(struct ibtrs_clt *sess);
 /* Loop thread: fail a connected path (its requests move on). */
 void clt_path_fail(struct clt_path *path, const char *why);

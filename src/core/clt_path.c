@@ -947,13 +947,6 @@ static void *connector_thread(void *arg)
 	return NULL;
 }
 
-int clt_connector_start(struct ibtrs_clt *sess)
-{
-	/* The thread starts with the first reconnect (connector_want()). */
-	(void)sess;
-	return 0;
-}
-
 void clt_connector_stop(struct ibtrs_clt *sess)
 {
 	bool started;
