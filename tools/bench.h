@@ -7,6 +7,7 @@
 #ifndef IBTRS_TOOL_BENCH_H
 #define IBTRS_TOOL_BENCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +17,6 @@
 
 struct tool_sec;
 struct hist;
-struct bench_group;
 
 #define BENCH_DEFAULT_BS 4096
 #define BENCH_DEFAULT_QD 64
@@ -292,12 +292,38 @@ void bench_cfg_init(struct bench_cfg *cfg);
 void bench_print_event(FILE *f, const struct ibtrs_event *ev);
 int bench_run(const struct bench_cfg *cfg, struct bench_res *res);
 
-/* bench_sessions.c */
-int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res);
-/* For bench_run(): the session is ready (@ok) or failed; wait for all. */
+/**
+ * struct bench_group - the sessions of one bench_run_sessions()
+ * @lock: protects what follows
+ * @cond: signalled when a session is ready or the signal came
+ * @n: sessions
+ * @ready: sessions open (or failed to open)
+ * @signal: the signal that ends every run, 0 for none yet
+ */
+struct bench_group {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int n;
+	unsigned int ready;
+	int signal;
+};
+
+/* bench_group.c: the sessions' start and stop together */
+void bench_group_init(struct bench_group *g, unsigned int n);
+void bench_group_destroy(struct bench_group *g);
+/* For bench_run(): the session is ready (or failed); wait for all. */
 void bench_group_ready(struct bench_group *g);
+/* Wait until at least @n sessions said they are ready. */
+void bench_group_wait_ready(struct bench_group *g, unsigned int n);
 /* Wait at most @ns for the group's signal: the signal, 0 for none. */
 int bench_group_wait(struct bench_group *g, uint64_t ns);
+/* End every session's run with @sig. */
+void bench_group_signal(struct bench_group *g, int sig);
+/* The signal that ended the runs, 0 for none. */
+int bench_group_signalled(struct bench_group *g);
+
+/* bench_sessions.c */
+int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res);
 void bench_sess_p99(const struct bench_res *res, double *median, double *worst);
 
 /* Ticks kept for a plot: an hour of seconds. */

@@ -25,22 +25,6 @@
 #define GROUP_POLL_MS 100
 
 /**
- * struct bench_group - the sessions of one bench_run_sessions()
- * @lock: protects what follows
- * @cond: signalled when a session is ready or the signal came
- * @n: sessions
- * @ready: sessions open (or failed to open)
- * @signal: the signal that ends every run, 0 for none yet
- */
-struct bench_group {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned int n;
-	unsigned int ready;
-	int signal;
-};
-
-/**
  * struct bench_sess - one session's run
  * @cfg: its configuration
  * @res: its result
@@ -58,35 +42,6 @@ struct bench_sess {
 	int done;
 	pthread_t thread;
 };
-
-void bench_group_ready(struct bench_group *g)
-{
-	pthread_mutex_lock(&g->lock);
-	g->ready++;
-	pthread_cond_broadcast(&g->cond);
-	while (g->ready < g->n && !g->signal)
-		pthread_cond_wait(&g->cond, &g->lock);
-	pthread_mutex_unlock(&g->lock);
-}
-
-int bench_group_wait(struct bench_group *g, uint64_t ns)
-{
-	struct timespec ts;
-	uint64_t t;
-	int sig;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (uint64_t)ts.tv_nsec + ns;
-	ts.tv_sec += (time_t)(t / 1000000000ull);
-	ts.tv_nsec = (long)(t % 1000000000ull);
-	pthread_mutex_lock(&g->lock);
-	while (!g->signal &&
-	       pthread_cond_timedwait(&g->cond, &g->lock, &ts) != ETIMEDOUT)
-		;
-	sig = g->signal;
-	pthread_mutex_unlock(&g->lock);
-	return sig;
-}
 
 static void *sess_thread(void *arg)
 {
@@ -195,11 +150,10 @@ static void lat_res(struct bench_res *res, const struct hist *all)
  */
 int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res)
 {
-	struct bench_group g = { .n = cfg->sessions };
+	struct bench_group g;
 	unsigned int i, n = cfg->sessions, started = 0, ran = 0;
 	struct bench_sess *sess;
 	struct hist *all;
-	pthread_condattr_t ca;
 	int ret = 0, err;
 
 	memset(res, 0, sizeof(*res));
@@ -212,11 +166,7 @@ int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res)
 		return TOOL_EXIT_FAIL;
 	}
 	hist_init(all);
-	pthread_mutex_init(&g.lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&g.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	bench_group_init(&g, n);
 	for (i = 0; i < n; i++) {
 		struct bench_sess *s = &sess[i];
 
@@ -257,17 +207,11 @@ int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res)
 		started++;
 		/* One open at a time: a server takes only so many unfinished
 		 * handshakes of one client (EAGAIN beyond). */
-		pthread_mutex_lock(&g.lock);
-		while (g.ready < started)
-			pthread_cond_wait(&g.cond, &g.lock);
-		pthread_mutex_unlock(&g.lock);
+		bench_group_wait_ready(&g, started);
 	}
 	if (started < n) {
 		/* Those started must not wait for the others. */
-		pthread_mutex_lock(&g.lock);
-		g.signal = SIGTERM;
-		pthread_cond_broadcast(&g.cond);
-		pthread_mutex_unlock(&g.lock);
+		bench_group_signal(&g, SIGTERM);
 		ret = TOOL_EXIT_FAIL;
 	}
 	/* This thread takes the signals: one ends every session. */
@@ -280,12 +224,8 @@ int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res)
 		if (i == started)
 			break;
 		sig = tool_signal_wait(GROUP_POLL_MS, NULL);
-		if (sig) {
-			pthread_mutex_lock(&g.lock);
-			g.signal = sig;
-			pthread_cond_broadcast(&g.cond);
-			pthread_mutex_unlock(&g.lock);
-		}
+		if (sig)
+			bench_group_signal(&g, sig);
 	}
 	for (i = 0; i < started; i++) {
 		struct bench_sess *s = &sess[i];
@@ -303,10 +243,9 @@ int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res)
 	lat_res(res, all);
 	res->sessions = ran;
 	res->loops = cfg->loop_threads;
-	if (g.signal && !res->signal)
-		res->signal = g.signal;
-	pthread_cond_destroy(&g.cond);
-	pthread_mutex_destroy(&g.lock);
+	if (!res->signal)
+		res->signal = bench_group_signalled(&g);
+	bench_group_destroy(&g);
 	free(all);
 	free(sess);
 	return ret;
