@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * util.c - UUIDs and path state names.
+ * util.c - UUIDs, option structs and a wait for a descriptor.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "loop.h"
 #include "util.h"
 
 void ibtrs_uuid_gen(uint8_t uuid[IBTRS_UUID_BYTES])
@@ -61,4 +64,23 @@ void ibtrs_opts_fill(void *opts, size_t size, const void *defaults,
 	}
 	memcpy(opts, defaults, size);
 	*(size_t *)opts = size;
+}
+
+int ibtrs_wait_fd(int fd, short events, uint64_t deadline_ns)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		uint64_t now = ibtrs_now_ns();
+		int r;
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)((deadline_ns - now) / 1000000 + 1));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r)
+			return 0;
+	}
 }

@@ -48,4 +48,11 @@ static inline void ibtrs_counter_add(_Atomic uint64_t *c, uint64_t v)
 			      memory_order_relaxed);
 }
 
+/*
+ * Wait until @fd is ready for @events (POLLIN, POLLOUT) or @deadline_ns
+ * (ibtrs_now_ns()) passes: 0, -ETIMEDOUT or a negative errno. For the
+ * blocking steps of a connect (the tcp hello, the TLS handshake).
+ */
+int ibtrs_wait_fd(int fd, short events, uint64_t deadline_ns);
+
 #endif /* IBTRS_BASE_UTIL_H */

@@ -53,6 +53,7 @@
 #include "swmr.h"
 #include "tcp_proto.h"
 #include "tls.h"
+#include "util.h"
 #include "xprt.h"
 
 #define TCP_MAX_SGE SWMR_MAX_SGE /* iovecs of one region or work request */
@@ -336,25 +337,6 @@ static void tcp_destroy(struct ibtrs_xprt_con *xcon)
 	free(c);
 }
 
-int tcp_wait_fd(int fd, short events, uint64_t deadline_ns)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		uint64_t now = ibtrs_now_ns();
-		int r;
-
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)((deadline_ns - now) / 1000000 + 1));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r)
-			return 0;
-	}
-}
-
 /* Full blocking I/O with a deadline, for the hello only. */
 static int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
 			   uint64_t deadline_ns)
@@ -363,7 +345,7 @@ static int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
 
 	while (done < len) {
 		ssize_t n;
-		int r = tcp_wait_fd(fd, out ? POLLOUT : POLLIN, deadline_ns);
+		int r = ibtrs_wait_fd(fd, out ? POLLOUT : POLLIN, deadline_ns);
 
 		if (r)
 			return r;

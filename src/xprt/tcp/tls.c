@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loop.h"
 #include "tls.h"
+#include "util.h"
 
 #define TLS_PRIORITY                                                 \
 	"NONE:+VERS-TLS1.3:+AES-128-GCM:+AES-256-GCM:+AEAD:+SHA256:" \
@@ -433,7 +434,7 @@ static int tls_out_wait(struct tcp_tls *t, uint64_t deadline_ns)
 	while (t->user_io && (r = tls_out_flush(t))) {
 		if (r != -EAGAIN)
 			return r;
-		r = tcp_wait_fd(t->fd, POLLOUT, deadline_ns);
+		r = ibtrs_wait_fd(t->fd, POLLOUT, deadline_ns);
 		if (r)
 			return r;
 	}
@@ -475,9 +476,9 @@ int tcp_tls_client(int fd, const struct ibtrs_xprt_tls *cfg,
 		r = tls_out_wait(t, deadline_ns);
 		if (!r && gnutls_record_get_direction(t->s) == 0 &&
 		    t->ihead == t->itail)
-			r = tcp_wait_fd(fd, POLLIN, deadline_ns);
+			r = ibtrs_wait_fd(fd, POLLIN, deadline_ns);
 		else if (!r && !t->user_io)
-			r = tcp_wait_fd(fd, POLLOUT, deadline_ns);
+			r = ibtrs_wait_fd(fd, POLLOUT, deadline_ns);
 		if (r == -ETIMEDOUT)
 			ibtrs_log(IBTRS_LOG_ERR,
 				  "tcp: TLS handshake with server %s timed out",
@@ -728,7 +729,7 @@ int tcp_tls_io_deadline(struct tcp_tls *t, void *buf, size_t len, bool out,
 			v.iov_len -= (size_t)n;
 			continue;
 		}
-		r = tcp_wait_fd(t->fd, out ? POLLOUT : POLLIN, deadline_ns);
+		r = ibtrs_wait_fd(t->fd, out ? POLLOUT : POLLIN, deadline_ns);
 		if (r)
 			return r;
 	}

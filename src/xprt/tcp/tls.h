@@ -30,13 +30,6 @@
 struct tcp_tls;
 struct tcp_tls_srv;
 
-/*
- * Wait until @fd is ready for @events (POLLIN, POLLOUT) or @deadline_ns
- * (ibtrs_now_ns()) passes: 0, -ETIMEDOUT or a negative errno. The blocking
- * waits of a connect, plaintext (tcp.c) or TLS (tls.c).
- */
-int tcp_wait_fd(int fd, short events, uint64_t deadline_ns);
-
 #ifdef IBTRS_HAVE_TLS
 /*
  * Server credentials of a listener: @cfg's keys (copied), referenced by
