@@ -2239,6 +2239,7 @@ static int ofi_wait_fd(struct fid *fid, int *fd)
 static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 {
 	struct ofi_con *c = to_ofi_con(xcon);
+	const char *step = "the wait objects";
 	int ret;
 
 	if (c->failed)
@@ -2249,7 +2250,8 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	if (!ret)
 		ret = ofi_wait_fd(&c->rxcq->fid, &c->rx_src.fd);
 	if (ret)
-		return ret;
+		goto out;
+	step = "the loop: its kick";
 	c->eq_src.cb = ofi_eq_event;
 	c->tx_src.cb = ofi_tx_event;
 	c->rx_src.cb = ofi_rx_event;
@@ -2262,6 +2264,7 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	ret = ibtrs_loop_add(loop, &c->kick_src, EPOLLIN);
 	if (ret)
 		goto unstart;
+	step = "the loop: the event queue's wait object";
 	ret = ibtrs_loop_add(loop, &c->eq_src, EPOLLIN);
 	if (ret) {
 		ibtrs_loop_del(loop, &c->kick_src);
@@ -2269,12 +2272,14 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	}
 	/* A provider may share one wait fd between objects. */
 	if (c->tx_src.fd != c->eq_src.fd) {
+		step = "the loop: the send CQ's wait object";
 		ret = ibtrs_loop_add(loop, &c->tx_src, EPOLLIN);
 		if (ret)
 			goto del;
 		c->tx_src_added = true;
 	}
 	if (c->rx_src.fd != c->eq_src.fd && c->rx_src.fd != c->tx_src.fd) {
+		step = "the loop: the receive CQ's wait object";
 		ret = ibtrs_loop_add(loop, &c->rx_src, EPOLLIN);
 		if (ret)
 			goto del;
@@ -2287,6 +2292,7 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 						  ? c->cm_data_size
 						  : sizeof(cm));
 
+		step = "fi_accept";
 		ret = OFI_CALL(c->pd, fi_accept(c->ep, cm, plen));
 		if (ret) {
 			ret = ofi_errno(ret);
@@ -2303,6 +2309,10 @@ unstart:
 	pthread_mutex_lock(&c->sq_lock);
 	c->started = false;
 	pthread_mutex_unlock(&c->sq_lock);
+out:
+	ibtrs_log(IBTRS_LOG_WARN,
+		  "ofi: provider %s: starting a connection: %s: %s",
+		  ofi_prov(c->pd->info), step, strerror(-ret));
 	return ret;
 }
 
