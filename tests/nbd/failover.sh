@@ -86,6 +86,8 @@ echo "fio: exit $rc, $ios I/Os, $err errors, $verify verify failures"
 [ "$rc" -eq 0 ] && [ "$err" -eq 0 ] && [ "$verify" -eq 0 ] && [ "$ios" -gt 0 ] || {
 	head -20 "$TMP/fio.out"
 	grep -E 'error:|path [0-9]+: ' "$TMP/fio.log" | head -40
+	# A sanitizer's report ends nbdkit, and with it every request.
+	grep -A 60 -m 1 'Sanitizer' "$TMP/fio.log"
 	fail "fio through the path cut"
 }
 check_path fio
