@@ -711,7 +711,9 @@ int ibtrs_srv_get_stats(struct ibtrs_srv_ctx *ctx, struct ibtrs_srv_stats *st);
  *                stays its loop thread's; a session asking for busy
  *                polling sets it for its whole loop. A blocking call on a
  *                session must then not come from a callback of any
- *                session on the same loop. See ibtrs(7), "Threads".
+ *                session on the same loop; an open with loop_threads from
+ *                a callback on any shared loop fails with EDEADLK. See
+ *                ibtrs(7), "Threads".
  *                (appended)
  */
 struct ibtrs_clt_opts {

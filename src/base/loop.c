@@ -682,6 +682,16 @@ int ibtrs_loop_pool_get(struct ibtrs_loop_pool *pool, unsigned int nr,
 	if (!pool || !nr || nr > IBTRS_LOOP_POOL_MAX || !loopp)
 		return -EINVAL;
 	pthread_mutex_lock(&pool->lock);
+	/* From a callback on one of the pool's loops: the new user might
+	 * land on this very thread and wait for it (a session's open waits
+	 * for its handshake on its loop). Refused wherever it would land. */
+	for (i = 0; i < IBTRS_LOOP_POOL_MAX; i++) {
+		if (pool->slot[i].loop &&
+		    ibtrs_loop_on_thread(pool->slot[i].loop)) {
+			pthread_mutex_unlock(&pool->lock);
+			return -EDEADLK;
+		}
+	}
 	/* The least loaded of the first @nr, a slot without a loop first. */
 	for (i = 1; i < nr; i++)
 		if (pool->slot[i].users < pool->slot[best].users)

@@ -88,7 +88,9 @@ struct ibtrs_loop_pool {
 /*
  * Take one of the first @nr (1..IBTRS_LOOP_POOL_MAX) loops of @pool: the
  * one with the fewest users, made if it does not exist. 0 and *@loop set,
- * or -EINVAL, or the error of ibtrs_loop_create().
+ * -EINVAL, -EDEADLK on the thread of one of the pool's loops (a user there
+ * could be given that loop and wait for it), or the error of
+ * ibtrs_loop_create().
  */
 int ibtrs_loop_pool_get(struct ibtrs_loop_pool *pool, unsigned int nr,
 			struct ibtrs_loop **loop);

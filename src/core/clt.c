@@ -334,6 +334,11 @@ static int sess_loop_get(struct ibtrs_clt *sess, const struct ibtrs_clt_opts *o)
 		ret = ibtrs_loop_create(&sess->loop, "ibtrs-clt", NULL, NULL,
 					0);
 	if (ret) {
+		if (ret == -EDEADLK)
+			ibtrs_log(
+				IBTRS_LOG_ERR,
+				"session %s: opened from a callback on a shared loop, where it could wait for itself: refused",
+				sess->sessname);
 		sess->loop = NULL;
 		return ret;
 	}

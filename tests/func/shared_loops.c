@@ -6,8 +6,9 @@
  * own pattern and reads it back, from several threads at once; the
  * process's threads stay the two shared loops, the own one and a few,
  * not one or two a session (its connector starts only with a reconnect).
- * Then the sessions close in random order, each close leaving the others
- * working, and the shared loops end with their last session.
+ * An open on shared loops from a callback on one of them fails with
+ * EDEADLK. Then the sessions close in random order, each close leaving the
+ * others working, and the shared loops end with their last session.
  *
  * The server runs in a child process, forked before any thread, so that
  * its threads are not counted.
@@ -169,6 +170,53 @@ static void write_read(struct ibtrs_clt *sess, unsigned int i, unsigned int r)
 
 static struct ibtrs_clt *sess[SESS_N + 1];
 
+/*
+ * An open on shared loops from a confirmation, which runs on a shared
+ * loop: it could be placed on that very thread and wait for its own
+ * handshake there, so it must fail at once with EDEADLK.
+ */
+struct nested {
+	struct h_req r;
+	uint16_t port;
+	struct ibtrs_clt *got;
+	int err;
+};
+
+static void nested_conf(void *priv, int err)
+{
+	struct nested *n = priv;
+
+	n->got = open_one("nested", n->port, LOOPS);
+	n->err = errno;
+	h_conf(&n->r, err);
+}
+
+static void nested_open(struct ibtrs_clt *s, uint16_t port)
+{
+	char buf[IO_LEN];
+	struct iovec sg = { .iov_base = buf, .iov_len = sizeof(buf) };
+	unsigned char usr[sizeof(struct h_usr_hdr) + 16];
+	struct iovec v = { .iov_base = usr, .iov_len = sizeof(usr) };
+	struct ibtrs_tag *tag;
+	struct h_wait w;
+	struct nested n = { .r.w = &w, .port = port };
+
+	h_wait_init(&w);
+	tag = ibtrs_clt_get_tag(s, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+	CHECK(tag);
+	h_usr_build(usr, sizeof(usr), 0, 3, 0);
+	CHECK_EQ(ibtrs_clt_request(IBTRS_READ, nested_conf, s, tag, &n, &v, 1,
+				   sizeof(buf), &sg, 1),
+		 0);
+	CHECK(h_wait_calls(&w, 1, H_REQ_TIMEOUT_S * 1000));
+	ibtrs_clt_put_tag(s, tag);
+	h_wait_destroy(&w);
+	printf("an open from a confirmation on a shared loop: %s\n",
+	       n.got ? "opened" : strerror(n.err));
+	CHECK(!n.got);
+	CHECK_EQ(n.err, EDEADLK);
+}
+
 /* Sessions k, k + IO_THREADS, ...: every thread on both loops. */
 static void *io_thread(void *arg)
 {
@@ -216,6 +264,8 @@ int main(void)
 	/* One of its own beside them: today's default. */
 	sess[SESS_N] = open_one("own", port, 0);
 	CHECK(sess[SESS_N]);
+
+	nested_open(sess[0], port);
 
 	for (k = 0; k < IO_THREADS; k++)
 		CHECK_EQ(pthread_create(&th[k], NULL, io_thread,

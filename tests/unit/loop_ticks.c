@@ -136,6 +136,19 @@ static void test_ticks(void)
 	ibtrs_loop_tick_del(NULL);
 }
 
+struct pool_call {
+	struct ibtrs_loop_pool *pool;
+	struct ibtrs_loop *got;
+	int ret;
+};
+
+static void pool_get_fn(void *arg)
+{
+	struct pool_call *c = arg;
+
+	c->ret = ibtrs_loop_pool_get(c->pool, 2, &c->got);
+}
+
 static void test_pool(void)
 {
 	static struct ibtrs_loop_pool pool = IBTRS_LOOP_POOL_INIT("t-pool");
@@ -157,6 +170,18 @@ static void test_pool(void)
 	CHECK_EQ(ibtrs_loop_pool_users(&pool, l[1]), 2);
 	CHECK(threads_become("t-pool/0", 1));
 	CHECK(threads_become("t-pool/1", 1));
+	{
+		/* From a callback on a loop of the pool: refused, whichever
+		 * loop it would have been given. */
+		struct pool_call pc = { .pool = &pool, .ret = 1 };
+
+		ibtrs_loop_call(l[0], pool_get_fn, &pc);
+		CHECK_EQ(pc.ret, -EDEADLK);
+		pc.ret = 1;
+		ibtrs_loop_call(l[1], pool_get_fn, &pc);
+		CHECK_EQ(pc.ret, -EDEADLK);
+		CHECK_EQ(ibtrs_loop_pool_users(&pool, NULL), 2);
+	}
 
 	/* A user's tick on a shared loop runs until that user leaves. */
 	c.loop = l[1];
