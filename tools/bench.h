@@ -291,6 +291,8 @@ const char *bench_submit_str(enum bench_submit submit);
 void bench_cfg_init(struct bench_cfg *cfg);
 void bench_print_event(FILE *f, const struct ibtrs_event *ev);
 int bench_run(const struct bench_cfg *cfg, struct bench_res *res);
+struct hist;
+void bench_res_lat(struct bench_res *res, const struct hist *all);
 
 /**
  * struct bench_group - the sessions of one bench_run_sessions()

@@ -1144,6 +1144,22 @@ static int bench_parse_paths(const struct bench_cfg *cfg,
 	return 0;
 }
 
+/* The latency figures of @res from the histogram of its requests. */
+void bench_res_lat(struct bench_res *res, const struct hist *all)
+{
+	res->lat_cnt = all->count;
+	if (all->count) {
+		res->min_us = (double)all->min / 1000;
+		res->max_us = (double)all->max / 1000;
+		res->mean_us = hist_mean(all) / 1000;
+	}
+	res->p50_us = hist_percentile(all, 50) / 1000;
+	res->p90_us = hist_percentile(all, 90) / 1000;
+	res->p99_us = hist_percentile(all, 99) / 1000;
+	res->p999_us = hist_percentile(all, 99.9) / 1000;
+	res->p9999_us = hist_percentile(all, 99.99) / 1000;
+}
+
 /**
  * bench_collect() - fill the result of a finished run
  * @b: the benchmark, its threads stopped and its session closed
@@ -1180,17 +1196,7 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 		hist_merge(all, &b->threads[i].hist);
 	if (b->cfg->hist_out)
 		hist_merge(b->cfg->hist_out, all);
-	res->lat_cnt = all->count;
-	if (all->count) {
-		res->min_us = (double)all->min / 1000;
-		res->max_us = (double)all->max / 1000;
-		res->mean_us = hist_mean(all) / 1000;
-	}
-	res->p50_us = hist_percentile(all, 50) / 1000;
-	res->p90_us = hist_percentile(all, 90) / 1000;
-	res->p99_us = hist_percentile(all, 99) / 1000;
-	res->p999_us = hist_percentile(all, 99.9) / 1000;
-	res->p9999_us = hist_percentile(all, 99.99) / 1000;
+	bench_res_lat(res, all);
 	free(all);
 }
 

@@ -122,22 +122,6 @@ static void sum_res(struct bench_res *res, const struct bench_res *s)
 		res->path_cnt = s->path_cnt;
 }
 
-/* The latencies of every request of every session. */
-static void lat_res(struct bench_res *res, const struct hist *all)
-{
-	res->lat_cnt = all->count;
-	if (all->count) {
-		res->min_us = (double)all->min / 1000;
-		res->max_us = (double)all->max / 1000;
-		res->mean_us = hist_mean(all) / 1000;
-	}
-	res->p50_us = hist_percentile(all, 50) / 1000;
-	res->p90_us = hist_percentile(all, 90) / 1000;
-	res->p99_us = hist_percentile(all, 99) / 1000;
-	res->p999_us = hist_percentile(all, 99.9) / 1000;
-	res->p9999_us = hist_percentile(all, 99.99) / 1000;
-}
-
 /**
  * bench_run_sessions() - run @cfg->sessions sessions in this process
  * @cfg: what to run: @cfg->qd and @cfg->threads are split over the
@@ -240,7 +224,7 @@ int bench_run_sessions(const struct bench_cfg *cfg, struct bench_res *res)
 		hist_merge(all, &s->hist);
 		res->sess_p99_us[ran++] = s->res.p99_us;
 	}
-	lat_res(res, all);
+	bench_res_lat(res, all);
 	res->sessions = ran;
 	res->loops = cfg->loop_threads;
 	if (!res->signal)
