@@ -14,9 +14,15 @@
  * Every wait is bounded: connect and heartbeat timeouts of the session,
  * ibtrs_clt_close()'s own bound, and AWAIT_MS for the program's waits.
  *
+ * The session has a key file or not, as the input's first byte says
+ * (clt_prog.h); with a key, the fake server checks the client's proof of
+ * it and proves it in turn, as a server with keys does. The fake server's
+ * X25519 key pair is made once: the client's side stays real.
+ *
  * Checked beyond ASan and UBSan: what the client sends decodes (conn_req,
  * AUTH_REQ, INFO_REQ, request immediates and trailers within the
- * geometry it was given), an open session has the geometry the server
+ * geometry it was given), the client proves its key exactly when it has
+ * one, an open session has the geometry the server
  * gave, each submitted request is confirmed exactly once with 0 or a
  * negative errno, and close ends every callback.
  */
@@ -25,7 +31,10 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "fuzz.h"
@@ -107,6 +116,12 @@ static bool have_secret;
 static bool pool_exact; /* INFO_RSP went out unbroken */
 static uint8_t secret[IBTRS_AUTH_KEY_LEN];
 static uint64_t incarnation;
+
+/* The key of a keyed session, its file, and the fake server's key pair. */
+static bool keyed; /* of this input, set before the session opens */
+static uint8_t clt_psk[32];
+static char key_path[64];
+static uint8_t srv_priv[IBTRS_AUTH_KEY_LEN], srv_pub[IBTRS_AUTH_KEY_LEN];
 
 /* The client side. */
 static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -202,14 +217,23 @@ static void answer_auth(struct fcon *c, uint32_t len)
 	bool create;
 
 	FUZZ_CHECK(!ibtrs_auth_req_decode(&c->auth_req, len, &ar));
-	/* Without a key file the client proves no key. */
-	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_PSK));
+	/* The client proves its key exactly when it has a key file. */
+	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_PSK) == !keyed);
 	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_JOIN) == !have_secret);
 	memcpy(ah.nc, c->cr.nonce, IBTRS_NONCE_LEN);
 	memcpy(ah.ns, c->ns, IBTRS_NONCE_LEN);
 	memcpy(ah.sess_uuid, c->cr.sess_uuid, IBTRS_UUID_LEN);
 	memcpy(ah.path_uuid, c->cr.path_uuid, IBTRS_UUID_LEN);
 	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
+	if (keyed) {
+		uint8_t proof[IBTRS_AUTH_KEY_LEN];
+
+		FUZZ_CHECK(ar.id_len == strlen(CLT_KEY_ID) &&
+			   !memcmp(ar.identity, CLT_KEY_ID, ar.id_len));
+		ah.identity = CLT_KEY_ID;
+		ibtrs_auth_proof_psk(proof, clt_psk, sizeof(clt_psk), &ah);
+		FUZZ_CHECK(ibtrs_auth_equal(proof, ar.proof_psk));
+	}
 	if ((how & 7) == 7) {
 		rsp = (struct ibtrs_auth_rsp){ .err = in8() };
 	} else {
@@ -217,18 +241,23 @@ static void answer_auth(struct fcon *c, uint32_t len)
 		 * the input says the server lies about it. */
 		create = !have_secret != !!(how & 0x20);
 		if (create) {
-			FUZZ_CHECK(!ibtrs_auth_keypair(priv, pub));
+			memcpy(priv, srv_priv, sizeof(priv));
+			memcpy(pub, srv_pub, sizeof(pub));
 			if (ibtrs_auth_x25519(shared, priv, ar.pub))
 				memset(shared, 0, sizeof(shared));
-			ibtrs_auth_secret(secret, NULL, 0, shared, &ah, pub);
+			ibtrs_auth_secret(secret, keyed ? clt_psk : NULL,
+					  keyed ? sizeof(clt_psk) : 0, shared,
+					  &ah, pub);
 			have_secret = true;
 			incarnation = 0x1000 + in8();
 			rsp.flags |= IBTRS_RSP_NEW_SESS;
 		}
 		rsp.incarnation = incarnation ? incarnation : 1;
 		memcpy(rsp.pub, pub, sizeof(pub));
-		ibtrs_auth_proof_srv(rsp.proof, secret, sizeof(secret), &ah,
-				     create ? pub : NULL, rsp.flags,
+		/* With keys the server proves the key, else the secret. */
+		ibtrs_auth_proof_srv(rsp.proof, keyed ? clt_psk : secret,
+				     keyed ? sizeof(clt_psk) : sizeof(secret),
+				     &ah, create ? pub : NULL, rsp.flags,
 				     rsp.incarnation);
 	}
 	ibtrs_auth_rsp_encode(&c->auth_rsp, &rsp);
@@ -648,7 +677,31 @@ static void free_cons(void *arg)
 }
 
 /**
- * LLVMFuzzerInitialize() - the fake server: its loop, listener and pool
+ * write_key() - the keyed session's key file: a memfd of mode 0600
+ */
+static void write_key(void)
+{
+	char buf[128];
+	unsigned int j;
+	size_t n;
+	int fd;
+
+	fd = memfd_create("fuzz-clt-key", MFD_CLOEXEC);
+	FUZZ_CHECK(fd >= 0 && !fchmod(fd, 0600));
+	n = (size_t)snprintf(buf, sizeof(buf), "%s:", CLT_KEY_ID);
+	for (j = 0; j < sizeof(clt_psk); j++) {
+		clt_psk[j] = (uint8_t)(0x40 + j);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%02x",
+				      clt_psk[j]);
+	}
+	buf[n++] = '\n';
+	FUZZ_CHECK(write(fd, buf, n) == (ssize_t)n);
+	snprintf(key_path, sizeof(key_path), "/proc/self/fd/%d", fd);
+}
+
+/**
+ * LLVMFuzzerInitialize() - the fake server: its loop, listener, pool and
+ * key pair, and the key file
  * @argc: unused
  * @argv: unused
  *
@@ -688,6 +741,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	FUZZ_CHECK(!xops->listener_addr(listener, &bound));
 	srv_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
 	sin->sin_port = htons(srv_port);
+	FUZZ_CHECK(!ibtrs_auth_keypair(srv_priv, srv_pub));
+	write_key();
 	return 0;
 }
 
@@ -711,6 +766,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	input = (struct fuzz_in){ data, size };
 	pthread_mutex_unlock(&in_lock);
 	submitted = confirmed = 0;
+	keyed = size && (data[0] & CLT_KEYED);
 
 	ibtrs_clt_opts_init(&o, sizeof(o));
 	o.sessname = CLT_SESSNAME;
@@ -725,6 +781,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.io_cons = 1;
 	o.no_control = true;
 	o.tls = IBTRS_TLS_OFF;
+	o.tls_psk_file = keyed ? key_path : NULL;
 	clt = ibtrs_clt_open_opts(&o);
 	if (clt) {
 		/* -ECOMM: the server dropped the path already. */
