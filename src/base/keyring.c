@@ -18,7 +18,6 @@
 
 #define KEYRING_MAX_FILE (1u << 20)
 #define KEYRING_MAX_KEYS 4096
-#define KEYRING_SLOTS 8192 /* twice the keys: short probe sequences */
 
 void ibtrs_wipe(void *p, size_t len)
 {
@@ -175,18 +174,19 @@ static uint32_t id_hash(const char *s)
 }
 
 /*
- * Enter the identity of @kr->keys[@nr] into @slots (KEYRING_SLOTS of them,
- * each a key's index + 1, 0 when free). Return: false when an earlier key
- * has the same identity. A hash table rather than a comparison with every
- * earlier key: a file of thousands of keys loads in linear time.
+ * Enter the identity of @kr->keys[@nr] into @slots (@mask + 1 of them, at
+ * least twice the keys, each a key's index + 1, 0 when free). Return: false
+ * when an earlier key has the same identity. A hash table rather than a
+ * comparison with every earlier key: a file of thousands of keys loads in
+ * linear time.
  */
-static bool id_insert(uint16_t *slots, const struct ibtrs_keyring *kr,
-		      unsigned int nr)
+static bool id_insert(uint16_t *slots, uint32_t mask,
+		      const struct ibtrs_keyring *kr, unsigned int nr)
 {
 	const char *id = kr->keys[nr].identity;
-	uint32_t i = id_hash(id) & (KEYRING_SLOTS - 1);
+	uint32_t i = id_hash(id) & mask;
 
-	for (; slots[i]; i = (i + 1) & (KEYRING_SLOTS - 1))
+	for (; slots[i]; i = (i + 1) & mask)
 		if (!strcmp(kr->keys[slots[i] - 1].identity, id))
 			return false;
 	slots[i] = (uint16_t)(nr + 1);
@@ -200,6 +200,8 @@ int ibtrs_keyring_parse(const char *buf, size_t len, const char *name,
 	const char *p, *end, *nl;
 	const char *cause;
 	unsigned int lineno = 0, cap = 0; /* cap: entries of keys */
+	uint32_t mask = 15; /* slots - 1: twice the lines, a power of 2 */
+	unsigned int lines = 1;
 	uint16_t *slots;
 	int ret;
 
@@ -208,7 +210,15 @@ int ibtrs_keyring_parse(const char *buf, size_t len, const char *name,
 	if (!name)
 		name = "(buffer)";
 	kr = calloc(1, sizeof(*kr));
-	slots = calloc(KEYRING_SLOTS, sizeof(*slots));
+	/* No more keys than lines, and no more than the limit. */
+	for (p = buf, end = len ? buf + len : buf;
+	     p < end && lines <= KEYRING_MAX_KEYS &&
+	     (nl = memchr(p, '\n', (size_t)(end - p)));
+	     p = nl + 1)
+		lines++;
+	while (mask + 1 < 2 * lines)
+		mask = 2 * mask + 1;
+	slots = calloc(mask + 1, sizeof(*slots));
 	if (!kr || !slots) {
 		free(kr);
 		free(slots);
@@ -260,7 +270,7 @@ int ibtrs_keyring_parse(const char *buf, size_t len, const char *name,
 				     cause);
 			goto fail;
 		}
-		if (!id_insert(slots, kr, kr->nr)) {
+		if (!id_insert(slots, mask, kr, kr->nr)) {
 			ret = kr_err(
 				err, errlen, -EINVAL,
 				"key file %s line %u: identity '%s' given twice",
