@@ -14,6 +14,14 @@
  * Every wait is bounded: connect and heartbeat timeouts of the session,
  * ibtrs_clt_close()'s own bound, and AWAIT_MS for the program's waits.
  *
+ * The fake server's loop runs on the fuzzer's thread
+ * (ibtrs_loop_test_adopt()): the program's server actions are direct
+ * calls, and the harness runs the loop (pump()) before each step and
+ * while it waits, instead of a hand-off to the loop's thread and back per
+ * step. ibtrs_clt_open_opts() and ibtrs_clt_close(), which wait for the
+ * server, run on a helper thread (the opener) meanwhile. The client's own
+ * threads are the library's, unchanged.
+ *
  * The session has a key file or not, as the input's first byte says
  * (clt_prog.h); with a key, the fake server checks the client's proof of
  * it and proves it in turn, as a server with keys does. The fake server's
@@ -51,6 +59,7 @@
 #define MAX_CONS 8
 #define SRV_RECVS (CLT_QUEUE_DEPTH * 2 + 16)
 #define AWAIT_MS 200
+#define WAIT_STEP_MS 10 /* a wait in the fake server's loop */
 
 #ifndef container_of
 #define container_of(ptr, type, member) \
@@ -128,8 +137,26 @@ static uint8_t srv_priv[IBTRS_AUTH_KEY_LEN], srv_pub[IBTRS_AUTH_KEY_LEN];
 
 /* The client side. */
 static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t conf_cond;
 static struct ibtrs_clt *clt;
+static struct ibtrs_work wake; /* queued on sloop: the harness looks again */
+
+/**
+ * struct opener - the thread that opens and closes the session
+ * @lock: guards the rest
+ * @cond: a job came
+ * @opts: open the session with these, else close it
+ * @busy: a job waits or runs
+ * @done: it returned
+ */
+static struct opener {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const struct ibtrs_clt_opts *opts;
+	bool busy;
+	bool done;
+} opener = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	     .cond = PTHREAD_COND_INITIALIZER };
+static pthread_t opener_thread;
 static unsigned int submitted, confirmed; /* under conf_lock */
 static char cbuf[CLT_QUEUE_DEPTH][CLT_MAX_IO];
 
@@ -330,9 +357,6 @@ static void take_request(struct fcon *c, uint32_t imm)
 			.imm = imm,
 		};
 	pthread_mutex_unlock(&srv_lock);
-	pthread_mutex_lock(&conf_lock);
-	pthread_cond_broadcast(&conf_cond);
-	pthread_mutex_unlock(&conf_lock);
 }
 
 /**
@@ -489,8 +513,8 @@ static void conf(void *priv, int err)
 	pthread_mutex_lock(&conf_lock);
 	confirmed++;
 	FUZZ_CHECK(confirmed <= submitted);
-	pthread_cond_broadcast(&conf_cond);
 	pthread_mutex_unlock(&conf_lock);
+	ibtrs_loop_queue(sloop, &wake); /* the harness may wait for it */
 }
 
 /**
@@ -633,29 +657,99 @@ static unsigned int pending_cnt(void)
 }
 
 /**
- * noop() - nothing, on a loop: ibtrs_loop_call() of it waits for the loop
- * @arg: unused
+ * wake_fn() - nothing: it woke the harness in the fake server's loop
+ * @w: unused
  */
-static void noop(void *arg)
+static void wake_fn(struct ibtrs_work *w)
 {
-	(void)arg;
+	(void)w;
+}
+
+/**
+ * pump() - run the fake server's loop until it has nothing left to do
+ */
+static void pump(void)
+{
+	while (ibtrs_loop_test_run(sloop, 0))
+		;
 }
 
 /**
  * await() - wait, bounded, until every submitted request is confirmed or
- * held by the server
+ * held by the server, running the fake server meanwhile
  */
 static void await(void)
 {
 	uint64_t end = ibtrs_real_now_ns() + AWAIT_MS * 1000000ull;
-	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
-			       .tv_nsec = (long)(end % 1000000000ull) };
+	bool done;
 
-	pthread_mutex_lock(&conf_lock);
-	while (confirmed + pending_cnt() < submitted &&
-	       pthread_cond_timedwait(&conf_cond, &conf_lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&conf_lock);
+	for (;;) {
+		pump();
+		pthread_mutex_lock(&conf_lock);
+		done = confirmed + pending_cnt() >= submitted;
+		pthread_mutex_unlock(&conf_lock);
+		if (done || ibtrs_real_now_ns() >= end)
+			break;
+		/* A confirmation queues @wake. */
+		ibtrs_loop_test_run(sloop, WAIT_STEP_MS);
+	}
+}
+
+/**
+ * opener_main() - the opener: open or close the session when asked
+ * @arg: unused
+ *
+ * Return: never.
+ */
+static void *opener_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&opener.lock);
+	for (;;) {
+		const struct ibtrs_clt_opts *o;
+
+		while (!opener.busy || opener.done)
+			pthread_cond_wait(&opener.cond, &opener.lock);
+		o = opener.opts;
+		pthread_mutex_unlock(&opener.lock);
+		if (o)
+			clt = ibtrs_clt_open_opts(o);
+		else
+			ibtrs_clt_close(clt);
+		pthread_mutex_lock(&opener.lock);
+		opener.done = true;
+		ibtrs_loop_queue(sloop, &wake);
+	}
+	return NULL;
+}
+
+/**
+ * open_close() - open the session with @o (NULL: close it) on the opener,
+ * the fake server run here until it returned
+ * @o: the options, or NULL
+ */
+static void open_close(const struct ibtrs_clt_opts *o)
+{
+	bool done;
+
+	pthread_mutex_lock(&opener.lock);
+	opener.opts = o;
+	opener.busy = true;
+	opener.done = false;
+	pthread_cond_signal(&opener.cond);
+	pthread_mutex_unlock(&opener.lock);
+	for (;;) {
+		pump();
+		pthread_mutex_lock(&opener.lock);
+		done = opener.done;
+		pthread_mutex_unlock(&opener.lock);
+		if (done)
+			break;
+		ibtrs_loop_test_run(sloop, WAIT_STEP_MS);
+	}
+	pthread_mutex_lock(&opener.lock);
+	opener.busy = false;
+	pthread_mutex_unlock(&opener.lock);
 }
 
 /**
@@ -716,15 +810,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)&srv_ss;
 	struct sockaddr_storage bound;
-	pthread_condattr_t ca;
 	struct iovec iov;
 
 	(void)argc;
 	(void)argv;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&conf_cond, &ca);
-	pthread_condattr_destroy(&ca);
 
 	xops = ibtrs_xprt_find("loop");
 	FUZZ_CHECK(xops);
@@ -748,6 +837,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	sin->sin_port = htons(srv_port);
 	FUZZ_CHECK(!ibtrs_auth_keypair(srv_priv, srv_pub));
 	write_key();
+	ibtrs_loop_test_adopt(sloop);
+	wake.fn = wake_fn;
+	FUZZ_CHECK(!pthread_create(&opener_thread, NULL, opener_main, NULL));
 	return 0;
 }
 
@@ -787,7 +879,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.no_control = true;
 	o.tls = IBTRS_TLS_OFF;
 	o.tls_psk_file = keyed ? key_path : NULL;
-	clt = ibtrs_clt_open_opts(&o);
+	open_close(&o);
 	if (clt) {
 		/* -ECOMM: the server dropped the path already. */
 		ret = ibtrs_clt_query(clt, &attrs);
@@ -801,6 +893,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			}
 			pthread_mutex_unlock(&in_lock);
+			pump(); /* what the client sent so far */
 			switch (in8() % CLT_OP_NR) {
 			case CLT_OP_REQ:
 				op_req();
@@ -808,40 +901,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case CLT_OP_ANSWER:
 				v = in8();
 				v |= (uint64_t)in32() << 8;
-				ibtrs_loop_call(sloop, do_answer,
-						(void *)(uintptr_t)v);
+				do_answer((void *)(uintptr_t)v);
 				break;
 			case CLT_OP_IMM:
 				v = (uint64_t)in8() << 32;
 				v |= in32();
-				ibtrs_loop_call(sloop, do_imm,
-						(void *)(uintptr_t)v);
+				do_imm((void *)(uintptr_t)v);
 				break;
 			case CLT_OP_SEND:
 				v = (uint64_t)in8() << 32;
 				v |= in8() * 4u;
-				ibtrs_loop_call(sloop, do_send,
-						(void *)(uintptr_t)v);
+				do_send((void *)(uintptr_t)v);
 				break;
 			case CLT_OP_DISC:
-				ibtrs_loop_call(sloop, do_disc,
-						(void *)(uintptr_t)in8());
+				do_disc((void *)(uintptr_t)in8());
 				break;
 			default:
-				ibtrs_loop_call(sloop, noop, NULL);
 				await();
 				break;
 			}
 		}
 		/* Answer what is left; close fails what is still out. */
+		pump();
 		while (pending_cnt())
-			ibtrs_loop_call(sloop, do_answer, NULL);
-		ibtrs_clt_close(clt);
+			do_answer(NULL);
+		open_close(NULL);
 		pthread_mutex_lock(&conf_lock);
 		FUZZ_CHECK(confirmed == submitted);
 		pthread_mutex_unlock(&conf_lock);
 		clt = NULL;
 	}
-	ibtrs_loop_call(sloop, free_cons, NULL);
+	free_cons(NULL); /* on the fake server's loop: this thread */
 	return 0;
 }
