@@ -75,9 +75,9 @@ foreach(src ${IBTRS_FUZZ_SOURCES})
 	# New inputs go to the build directory, never into the repository.
 	set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz-out/${name})
 	file(MAKE_DIRECTORY ${out})
-	# The stateful targets run fewer: a few hundred inputs a second, and
-	# the client's falls to some 30 a second once its corpus holds inputs
-	# that wait out a timeout (a bounded wait each).
+	# The stateful targets run fewer: several hundred inputs a second,
+	# and the client's falls to some 30 a second once its corpus holds
+	# inputs that wait out a timeout (a bounded wait each).
 	set(runs ${IBTRS_FUZZ_RUNS})
 	set(timeout 120)
 	if(name STREQUAL "srv")

@@ -13,10 +13,14 @@
 #                   (SECONDS then still bounds it)
 #   FUZZ_JOBS       targets run at once (default 1)
 #   FUZZ_REPORT=1   run nothing: print the table of the targets' last runs
+#                   and the totals of all runs so far
 # New inputs go to FUZZ_BUILD_DIR/fuzz-work/<target>, findings to
 # FUZZ_BUILD_DIR/fuzz-findings/<target>/; the committed corpus
-# (tests/fuzz/corpus) is read, never written. The exit status is 1 when a
-# target found something.
+# (tests/fuzz/corpus) is read, never written, so that runs add up: each
+# starts from the inputs of the earlier ones. Every run is appended to
+# FUZZ_BUILD_DIR/fuzz-runs.tsv (date, target, executions, edges, seconds,
+# result), whose totals per target end the table. The exit status is 1
+# when a target found something.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -99,6 +103,20 @@ for t in $targets; do
 	fi
 	printf '%-22s %12s %6s %7s %7s %9s %6s  %s\n' "$t" "${execs:-?}" \
 		"${cov:-?}" "${ft:-?}" "${corp:-?}" "${speed:-?}" "$took" "$result"
+	# Each run once: a report (FUZZ_REPORT=1) runs nothing.
+	if [ "${FUZZ_REPORT:-0}" != 1 ]; then
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" \
+			"${execs:-0}" "${cov:-0}" "$took" "${result%%:*}" \
+			>>"$dir/fuzz-runs.tsv"
+	fi
 done
+if [ -f "$dir/fuzz-runs.tsv" ]; then
+	echo "all runs ($dir/fuzz-runs.tsv):"
+	printf '%-22s %5s %14s %6s %8s\n' target runs execs cov secs
+	awk -F'\t' '{ n[$2]++; e[$2] += $3; s[$2] += $5;
+		if ($4 > c[$2]) c[$2] = $4 }
+		END { for (t in n) printf "%-22s %5d %14d %6d %8d\n", t, n[t],
+			e[t], c[t], s[t] }' "$dir/fuzz-runs.tsv" | sort
+fi
 [ "$found" -eq 0 ] || echo "logs: $dir/fuzz-logs, inputs: $dir/fuzz-findings" >&2
 exit "$found"

@@ -163,31 +163,77 @@ static int read_file(const char *path, char **buf, size_t *len, char *err,
 	return 0;
 }
 
-int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
-		       size_t errlen)
+/* FNV-1a of the NUL-terminated @s. */
+static uint32_t id_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/*
+ * Enter the identity of @kr->keys[@nr] into @slots (@mask + 1 of them, at
+ * least twice the keys, each a key's index + 1, 0 when free). Return: false
+ * when an earlier key has the same identity. A hash table rather than a
+ * comparison with every earlier key: a file of thousands of keys loads in
+ * linear time.
+ */
+static bool id_insert(uint16_t *slots, uint32_t mask,
+		      const struct ibtrs_keyring *kr, unsigned int nr)
+{
+	const char *id = kr->keys[nr].identity;
+	uint32_t i = id_hash(id) & mask;
+
+	for (; slots[i]; i = (i + 1) & mask)
+		if (!strcmp(kr->keys[slots[i] - 1].identity, id))
+			return false;
+	slots[i] = (uint16_t)(nr + 1);
+	return true;
+}
+
+int ibtrs_keyring_parse(const char *buf, size_t len, const char *name,
+			struct ibtrs_keyring **krp, char *err, size_t errlen)
 {
 	struct ibtrs_keyring *kr;
-	char *buf = NULL, *p, *end;
+	const char *p, *end, *nl;
 	const char *cause;
-	unsigned int lineno = 0, i, cap = 0; /* cap: entries of keys */
-	size_t len = 0;
+	unsigned int lineno = 0, cap = 0; /* cap: entries of keys */
+	uint32_t mask = 15; /* slots - 1: twice the lines, a power of 2 */
+	unsigned int lines = 1;
+	uint16_t *slots;
 	int ret;
 
-	if (!path || !krp)
+	if (!krp || (!buf && len))
 		return kr_err(err, errlen, -EINVAL, "no key file given");
-	ret = read_file(path, &buf, &len, err, errlen);
-	if (ret)
-		return ret;
+	if (!name)
+		name = "(buffer)";
 	kr = calloc(1, sizeof(*kr));
-	if (!kr) {
-		ret = kr_err(err, errlen, -ENOMEM, "key file %s: %s", path,
-			     strerror(ENOMEM));
-		goto out;
+	/* No more keys than lines, and no more than the limit. */
+	for (p = buf, end = len ? buf + len : buf;
+	     p < end && lines <= KEYRING_MAX_KEYS &&
+	     (nl = memchr(p, '\n', (size_t)(end - p)));
+	     p = nl + 1)
+		lines++;
+	while (mask + 1 < 2 * lines)
+		mask = 2 * mask + 1;
+	slots = calloc(mask + 1, sizeof(*slots));
+	if (!kr || !slots) {
+		free(kr);
+		free(slots);
+		return kr_err(err, errlen, -ENOMEM, "key file %s: %s", name,
+			      strerror(ENOMEM));
 	}
-	for (p = buf, end = buf + len; p < end; p = p + strcspn(p, "\n") + 1) {
-		size_t l = strcspn(p, "\n");
+	/* No arithmetic on a NULL buf (of length 0). */
+	for (p = buf, end = len ? buf + len : buf; p < end; p = nl + 1) {
+		size_t l;
 		struct ibtrs_psk *k;
 
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		l = (size_t)(nl - p);
 		lineno++;
 		while (l && (p[l - 1] == '\r' || p[l - 1] == ' ' ||
 			     p[l - 1] == '\t'))
@@ -196,7 +242,7 @@ int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
 			continue;
 		if (kr->nr == KEYRING_MAX_KEYS) {
 			ret = kr_err(err, errlen, -EINVAL,
-				     "key file %s: more than %u keys", path,
+				     "key file %s: more than %u keys", name,
 				     KEYRING_MAX_KEYS);
 			goto fail;
 		}
@@ -208,7 +254,7 @@ int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
 			k = realloc(kr->keys, n * sizeof(*k));
 			if (!k) {
 				ret = kr_err(err, errlen, -ENOMEM,
-					     "key file %s: %s", path,
+					     "key file %s: %s", name,
 					     strerror(ENOMEM));
 				goto fail;
 			}
@@ -220,34 +266,49 @@ int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
 		cause = parse_line(p, l, k);
 		if (cause) {
 			ret = kr_err(err, errlen, -EINVAL,
-				     "key file %s line %u: %s", path, lineno,
+				     "key file %s line %u: %s", name, lineno,
 				     cause);
 			goto fail;
 		}
-		for (i = 0; i < kr->nr; i++)
-			if (!strcmp(kr->keys[i].identity, k->identity)) {
-				ret = kr_err(
-					err, errlen, -EINVAL,
-					"key file %s line %u: identity '%s' given twice",
-					path, lineno, k->identity);
-				goto fail;
-			}
+		if (!id_insert(slots, mask, kr, kr->nr)) {
+			ret = kr_err(
+				err, errlen, -EINVAL,
+				"key file %s line %u: identity '%s' given twice",
+				name, lineno, k->identity);
+			goto fail;
+		}
 		kr->nr++;
 	}
 	if (!kr->nr) {
 		ret = kr_err(err, errlen, -EINVAL, "key file %s: no key in it",
-			     path);
+			     name);
 		goto fail;
 	}
+	free(slots);
 	*krp = kr;
-	ret = 0;
-	goto out;
+	return 0;
 fail:
+	free(slots);
 	/* The entry being parsed holds key bytes too, when there is one. */
 	if (cap)
 		ibtrs_wipe(kr->keys, cap * sizeof(*kr->keys));
 	ibtrs_keyring_free(kr);
-out:
+	return ret;
+}
+
+int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **krp, char *err,
+		       size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (!path || !krp)
+		return kr_err(err, errlen, -EINVAL, "no key file given");
+	ret = read_file(path, &buf, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = ibtrs_keyring_parse(buf, len, path, krp, err, errlen);
 	ibtrs_wipe(buf, len);
 	free(buf);
 	return ret;

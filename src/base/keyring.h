@@ -46,6 +46,17 @@ struct ibtrs_keyring {
 int ibtrs_keyring_load(const char *path, struct ibtrs_keyring **kr, char *err,
 		       size_t errlen);
 
+/*
+ * Parse the content of a key file, @len bytes at @buf (no NUL needed), as
+ * ibtrs_keyring_load() does; @name (or "(buffer)" when NULL) stands for
+ * the file in @err. Lines end at '\n' only: a NUL byte in a line makes it
+ * bad. No check of the file's mode: that is the reader's. @buf is left
+ * as it is (the caller wipes it).
+ * Return: 0 with *@kr set, or a negative errno (-EINVAL for bad content).
+ */
+int ibtrs_keyring_parse(const char *buf, size_t len, const char *name,
+			struct ibtrs_keyring **kr, char *err, size_t errlen);
+
 /* The key of @identity, or NULL. */
 const struct ibtrs_psk *ibtrs_keyring_find(const struct ibtrs_keyring *kr,
 					   const char *identity);

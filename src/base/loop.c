@@ -750,3 +750,46 @@ unsigned int ibtrs_loop_pool_users(struct ibtrs_loop_pool *pool,
 	pthread_mutex_unlock(&pool->lock);
 	return n;
 }
+
+/*
+ * Tests only (loop.h): the calling thread takes @loop over from its own
+ * thread, which ends. The stop flag is the destroy's, cleared again once
+ * the thread is gone; ibtrs_loop_destroy() from this thread still works
+ * (its join of itself fails at once).
+ */
+void ibtrs_loop_test_adopt(struct ibtrs_loop *loop)
+{
+	pthread_mutex_lock(&loop->lock);
+	loop->stop = true;
+	pthread_mutex_unlock(&loop->lock);
+	loop_kick(loop);
+	pthread_join(loop->thread, NULL);
+	pthread_mutex_lock(&loop->lock);
+	loop->stop = false;
+	pthread_mutex_unlock(&loop->lock);
+	loop->thread = pthread_self();
+}
+
+/* Tests only (loop.h): one turn of loop_thread(), without busy polling. */
+bool ibtrs_loop_test_run(struct ibtrs_loop *loop, int timeout_ms)
+{
+	struct epoll_event ev[LOOP_MAX_EVENTS];
+	bool ran;
+	int i, n;
+
+	loop_run_work(loop, &ran);
+	if (ran || (timeout_ms && !loop_sleep_begin(loop)))
+		timeout_ms = 0;
+	n = epoll_wait(loop->epfd, ev, LOOP_MAX_EVENTS, timeout_ms);
+	if (timeout_ms)
+		loop_sleep_end(loop);
+	if (n <= 0)
+		return ran;
+	loop->now_ns = ibtrs_now_ns();
+	for (i = 0; i < n; i++) {
+		struct ibtrs_loop_src *src = ev[i].data.ptr;
+
+		src->cb(src, ev[i].events);
+	}
+	return true;
+}

@@ -202,4 +202,22 @@ void ibtrs_set_test_clock(uint64_t (*clock_fn)(void));
  */
 void ibtrs_set_test_sleep_hook(void (*fn)(struct ibtrs_loop *loop));
 
+/*
+ * Tests only: the calling thread becomes @loop's thread, and the loop's
+ * own thread ends: from then on @loop's work and events run only when
+ * this thread calls ibtrs_loop_test_run(), and ibtrs_loop_call() from it
+ * runs the function directly. For a harness that drives a server and its
+ * peer on one thread, without a thread hand-off per message (the fuzz
+ * targets). Not undone; ibtrs_loop_destroy() works from this thread.
+ */
+void ibtrs_loop_test_adopt(struct ibtrs_loop *loop);
+
+/*
+ * Tests only, on the thread that adopted @loop: run the work queued and
+ * the events ready, waiting up to @timeout_ms for events (0: not at all)
+ * if there was no work; work queued by another thread meanwhile wakes it.
+ * Return: true if anything ran.
+ */
+bool ibtrs_loop_test_run(struct ibtrs_loop *loop, int timeout_ms);
+
 #endif /* IBTRS_LOOP_H */

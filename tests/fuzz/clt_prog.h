@@ -4,6 +4,11 @@
  * client connects, then a program of steps, shared with the seed
  * generator.
  *
+ * The first byte's CLT_KEYED bit (of the first conn_rsp's "how", where it
+ * means nothing else) gives the session a key file with the one key
+ * CLT_KEY_ID: the client proves it, the fake server checks the proof and
+ * proves the key in turn; clear, no key file.
+ *
  * While the client connects, the fake server takes one byte per answer,
  * "how", and more where it says. Bit 0x08: set the byte at (next byte %
  * length) of the answer to the byte after; 0x10: once more; 0x40 (AUTH_RSP
@@ -54,5 +59,7 @@ enum {
 #define CLT_CONNECT_MS 1000
 #define CLT_HB_TIMEOUT_MS 1000
 #define CLT_FAILOVER_MS 100
+#define CLT_KEYED 0x80	  /* first byte: the session has a key */
+#define CLT_KEY_ID "fuzz" /* its identity */
 
 #endif /* IBTRS_FUZZ_CLT_PROG_H */

@@ -14,9 +14,23 @@
  * Every wait is bounded: connect and heartbeat timeouts of the session,
  * ibtrs_clt_close()'s own bound, and AWAIT_MS for the program's waits.
  *
+ * The fake server's loop runs on the fuzzer's thread
+ * (ibtrs_loop_test_adopt()): the program's server actions are direct
+ * calls, and the harness runs the loop (pump()) before each step and
+ * while it waits, instead of a hand-off to the loop's thread and back per
+ * step. ibtrs_clt_open_opts() and ibtrs_clt_close(), which wait for the
+ * server, run on a helper thread (the opener) meanwhile. The client's own
+ * threads are the library's, unchanged.
+ *
+ * The session has a key file or not, as the input's first byte says
+ * (clt_prog.h); with a key, the fake server checks the client's proof of
+ * it and proves it in turn, as a server with keys does. The fake server's
+ * X25519 key pair is made once: the client's side stays real.
+ *
  * Checked beyond ASan and UBSan: what the client sends decodes (conn_req,
  * AUTH_REQ, INFO_REQ, request immediates and trailers within the
- * geometry it was given), an open session has the geometry the server
+ * geometry it was given), the client proves its key exactly when it has
+ * one, an open session has the geometry the server
  * gave, each submitted request is confirmed exactly once with 0 or a
  * negative errno, and close ends every callback.
  */
@@ -25,7 +39,10 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "fuzz.h"
@@ -42,6 +59,7 @@
 #define MAX_CONS 8
 #define SRV_RECVS (CLT_QUEUE_DEPTH * 2 + 16)
 #define AWAIT_MS 200
+#define WAIT_STEP_MS 10 /* a wait in the fake server's loop */
 
 #ifndef container_of
 #define container_of(ptr, type, member) \
@@ -58,6 +76,8 @@
  * @auth_rsp: what AUTH_RSP is sent from
  * @info_rsp: what INFO_RSP is sent from
  * @stop: disconnects it, on the server's loop
+ * @exact: its conn_rsp went out unbroken: the client's transcript is the
+ *         server's
  */
 struct fcon {
 	struct ibtrs_xprt_con *xcon;
@@ -68,6 +88,7 @@ struct fcon {
 	struct ibtrs_msg_auth_rsp auth_rsp;
 	uint8_t info_rsp[IBTRS_INFO_RSP_MAX_LEN];
 	struct ibtrs_work stop;
+	bool exact;
 };
 
 /**
@@ -108,10 +129,34 @@ static bool pool_exact; /* INFO_RSP went out unbroken */
 static uint8_t secret[IBTRS_AUTH_KEY_LEN];
 static uint64_t incarnation;
 
+/* The key of a keyed session, its file, and the fake server's key pair. */
+static bool keyed; /* of this input, set before the session opens */
+static uint8_t clt_psk[32];
+static char key_path[64];
+static uint8_t srv_priv[IBTRS_AUTH_KEY_LEN], srv_pub[IBTRS_AUTH_KEY_LEN];
+
 /* The client side. */
 static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t conf_cond;
 static struct ibtrs_clt *clt;
+static struct ibtrs_work wake; /* queued on sloop: the harness looks again */
+
+/**
+ * struct opener - the thread that opens and closes the session
+ * @lock: guards the rest
+ * @cond: a job came
+ * @opts: open the session with these, else close it
+ * @busy: a job waits or runs
+ * @done: it returned
+ */
+static struct opener {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const struct ibtrs_clt_opts *opts;
+	bool busy;
+	bool done;
+} opener = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	     .cond = PTHREAD_COND_INITIALIZER };
+static pthread_t opener_thread;
 static unsigned int submitted, confirmed; /* under conf_lock */
 static char cbuf[CLT_QUEUE_DEPTH][CLT_MAX_IO];
 
@@ -202,14 +247,24 @@ static void answer_auth(struct fcon *c, uint32_t len)
 	bool create;
 
 	FUZZ_CHECK(!ibtrs_auth_req_decode(&c->auth_req, len, &ar));
-	/* Without a key file the client proves no key. */
-	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_PSK));
+	/* The client proves its key exactly when it has a key file. */
+	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_PSK) == !keyed);
 	FUZZ_CHECK(!(ar.flags & IBTRS_AUTH_JOIN) == !have_secret);
 	memcpy(ah.nc, c->cr.nonce, IBTRS_NONCE_LEN);
 	memcpy(ah.ns, c->ns, IBTRS_NONCE_LEN);
 	memcpy(ah.sess_uuid, c->cr.sess_uuid, IBTRS_UUID_LEN);
 	memcpy(ah.path_uuid, c->cr.path_uuid, IBTRS_UUID_LEN);
 	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
+	if (keyed) {
+		uint8_t proof[IBTRS_AUTH_KEY_LEN];
+
+		FUZZ_CHECK(ar.id_len == strlen(CLT_KEY_ID) &&
+			   !memcmp(ar.identity, CLT_KEY_ID, ar.id_len));
+		ah.identity = CLT_KEY_ID;
+		ibtrs_auth_proof_psk(proof, clt_psk, sizeof(clt_psk), &ah);
+		/* A broken conn_rsp may have changed the nonce it proves. */
+		FUZZ_CHECK(!c->exact || ibtrs_auth_equal(proof, ar.proof_psk));
+	}
 	if ((how & 7) == 7) {
 		rsp = (struct ibtrs_auth_rsp){ .err = in8() };
 	} else {
@@ -217,18 +272,23 @@ static void answer_auth(struct fcon *c, uint32_t len)
 		 * the input says the server lies about it. */
 		create = !have_secret != !!(how & 0x20);
 		if (create) {
-			FUZZ_CHECK(!ibtrs_auth_keypair(priv, pub));
+			memcpy(priv, srv_priv, sizeof(priv));
+			memcpy(pub, srv_pub, sizeof(pub));
 			if (ibtrs_auth_x25519(shared, priv, ar.pub))
 				memset(shared, 0, sizeof(shared));
-			ibtrs_auth_secret(secret, NULL, 0, shared, &ah, pub);
+			ibtrs_auth_secret(secret, keyed ? clt_psk : NULL,
+					  keyed ? sizeof(clt_psk) : 0, shared,
+					  &ah, pub);
 			have_secret = true;
 			incarnation = 0x1000 + in8();
 			rsp.flags |= IBTRS_RSP_NEW_SESS;
 		}
 		rsp.incarnation = incarnation ? incarnation : 1;
 		memcpy(rsp.pub, pub, sizeof(pub));
-		ibtrs_auth_proof_srv(rsp.proof, secret, sizeof(secret), &ah,
-				     create ? pub : NULL, rsp.flags,
+		/* With keys the server proves the key, else the secret. */
+		ibtrs_auth_proof_srv(rsp.proof, keyed ? clt_psk : secret,
+				     keyed ? sizeof(clt_psk) : sizeof(secret),
+				     &ah, create ? pub : NULL, rsp.flags,
 				     rsp.incarnation);
 	}
 	ibtrs_auth_rsp_encode(&c->auth_rsp, &rsp);
@@ -297,9 +357,6 @@ static void take_request(struct fcon *c, uint32_t imm)
 			.imm = imm,
 		};
 	pthread_mutex_unlock(&srv_lock);
-	pthread_mutex_lock(&conf_lock);
-	pthread_cond_broadcast(&conf_cond);
-	pthread_mutex_unlock(&conf_lock);
 }
 
 /**
@@ -430,6 +487,7 @@ static void on_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	}
 	c->cr = cr;
 	memcpy(c->ns, r.nonce, sizeof(c->ns));
+	c->exact = !(how & 0x18);
 	c->stop.fn = stop_work;
 	c->xcon->handler = &srv_handler;
 	c->xcon->ctx = c;
@@ -455,8 +513,8 @@ static void conf(void *priv, int err)
 	pthread_mutex_lock(&conf_lock);
 	confirmed++;
 	FUZZ_CHECK(confirmed <= submitted);
-	pthread_cond_broadcast(&conf_cond);
 	pthread_mutex_unlock(&conf_lock);
+	ibtrs_loop_queue(sloop, &wake); /* the harness may wait for it */
 }
 
 /**
@@ -599,29 +657,99 @@ static unsigned int pending_cnt(void)
 }
 
 /**
- * noop() - nothing, on a loop: ibtrs_loop_call() of it waits for the loop
- * @arg: unused
+ * wake_fn() - nothing: it woke the harness in the fake server's loop
+ * @w: unused
  */
-static void noop(void *arg)
+static void wake_fn(struct ibtrs_work *w)
 {
-	(void)arg;
+	(void)w;
+}
+
+/**
+ * pump() - run the fake server's loop until it has nothing left to do
+ */
+static void pump(void)
+{
+	while (ibtrs_loop_test_run(sloop, 0))
+		;
 }
 
 /**
  * await() - wait, bounded, until every submitted request is confirmed or
- * held by the server
+ * held by the server, running the fake server meanwhile
  */
 static void await(void)
 {
 	uint64_t end = ibtrs_real_now_ns() + AWAIT_MS * 1000000ull;
-	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
-			       .tv_nsec = (long)(end % 1000000000ull) };
+	bool done;
 
-	pthread_mutex_lock(&conf_lock);
-	while (confirmed + pending_cnt() < submitted &&
-	       pthread_cond_timedwait(&conf_cond, &conf_lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&conf_lock);
+	for (;;) {
+		pump();
+		pthread_mutex_lock(&conf_lock);
+		done = confirmed + pending_cnt() >= submitted;
+		pthread_mutex_unlock(&conf_lock);
+		if (done || ibtrs_real_now_ns() >= end)
+			break;
+		/* A confirmation queues @wake. */
+		ibtrs_loop_test_run(sloop, WAIT_STEP_MS);
+	}
+}
+
+/**
+ * opener_main() - the opener: open or close the session when asked
+ * @arg: unused
+ *
+ * Return: never.
+ */
+static void *opener_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&opener.lock);
+	for (;;) {
+		const struct ibtrs_clt_opts *o;
+
+		while (!opener.busy || opener.done)
+			pthread_cond_wait(&opener.cond, &opener.lock);
+		o = opener.opts;
+		pthread_mutex_unlock(&opener.lock);
+		if (o)
+			clt = ibtrs_clt_open_opts(o);
+		else
+			ibtrs_clt_close(clt);
+		pthread_mutex_lock(&opener.lock);
+		opener.done = true;
+		ibtrs_loop_queue(sloop, &wake);
+	}
+	return NULL;
+}
+
+/**
+ * open_close() - open the session with @o (NULL: close it) on the opener,
+ * the fake server run here until it returned
+ * @o: the options, or NULL
+ */
+static void open_close(const struct ibtrs_clt_opts *o)
+{
+	bool done;
+
+	pthread_mutex_lock(&opener.lock);
+	opener.opts = o;
+	opener.busy = true;
+	opener.done = false;
+	pthread_cond_signal(&opener.cond);
+	pthread_mutex_unlock(&opener.lock);
+	for (;;) {
+		pump();
+		pthread_mutex_lock(&opener.lock);
+		done = opener.done;
+		pthread_mutex_unlock(&opener.lock);
+		if (done)
+			break;
+		ibtrs_loop_test_run(sloop, WAIT_STEP_MS);
+	}
+	pthread_mutex_lock(&opener.lock);
+	opener.busy = false;
+	pthread_mutex_unlock(&opener.lock);
 }
 
 /**
@@ -648,7 +776,31 @@ static void free_cons(void *arg)
 }
 
 /**
- * LLVMFuzzerInitialize() - the fake server: its loop, listener and pool
+ * write_key() - the keyed session's key file: a memfd of mode 0600
+ */
+static void write_key(void)
+{
+	char buf[128];
+	unsigned int j;
+	size_t n;
+	int fd;
+
+	fd = memfd_create("fuzz-clt-key", MFD_CLOEXEC);
+	FUZZ_CHECK(fd >= 0 && !fchmod(fd, 0600));
+	n = (size_t)snprintf(buf, sizeof(buf), "%s:", CLT_KEY_ID);
+	for (j = 0; j < sizeof(clt_psk); j++) {
+		clt_psk[j] = (uint8_t)(0x40 + j);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%02x",
+				      clt_psk[j]);
+	}
+	buf[n++] = '\n';
+	FUZZ_CHECK(write(fd, buf, n) == (ssize_t)n);
+	snprintf(key_path, sizeof(key_path), "/proc/self/fd/%d", fd);
+}
+
+/**
+ * LLVMFuzzerInitialize() - the fake server: its loop, listener, pool and
+ * key pair, and the key file
  * @argc: unused
  * @argv: unused
  *
@@ -658,15 +810,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)&srv_ss;
 	struct sockaddr_storage bound;
-	pthread_condattr_t ca;
 	struct iovec iov;
 
 	(void)argc;
 	(void)argv;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&conf_cond, &ca);
-	pthread_condattr_destroy(&ca);
 
 	xops = ibtrs_xprt_find("loop");
 	FUZZ_CHECK(xops);
@@ -688,6 +835,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	FUZZ_CHECK(!xops->listener_addr(listener, &bound));
 	srv_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
 	sin->sin_port = htons(srv_port);
+	FUZZ_CHECK(!ibtrs_auth_keypair(srv_priv, srv_pub));
+	write_key();
+	ibtrs_loop_test_adopt(sloop);
+	wake.fn = wake_fn;
+	FUZZ_CHECK(!pthread_create(&opener_thread, NULL, opener_main, NULL));
 	return 0;
 }
 
@@ -711,6 +863,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	input = (struct fuzz_in){ data, size };
 	pthread_mutex_unlock(&in_lock);
 	submitted = confirmed = 0;
+	keyed = size && (data[0] & CLT_KEYED);
 
 	ibtrs_clt_opts_init(&o, sizeof(o));
 	o.sessname = CLT_SESSNAME;
@@ -725,7 +878,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.io_cons = 1;
 	o.no_control = true;
 	o.tls = IBTRS_TLS_OFF;
-	clt = ibtrs_clt_open_opts(&o);
+	o.tls_psk_file = keyed ? key_path : NULL;
+	open_close(&o);
 	if (clt) {
 		/* -ECOMM: the server dropped the path already. */
 		ret = ibtrs_clt_query(clt, &attrs);
@@ -739,6 +893,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			}
 			pthread_mutex_unlock(&in_lock);
+			pump(); /* what the client sent so far */
 			switch (in8() % CLT_OP_NR) {
 			case CLT_OP_REQ:
 				op_req();
@@ -746,40 +901,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case CLT_OP_ANSWER:
 				v = in8();
 				v |= (uint64_t)in32() << 8;
-				ibtrs_loop_call(sloop, do_answer,
-						(void *)(uintptr_t)v);
+				do_answer((void *)(uintptr_t)v);
 				break;
 			case CLT_OP_IMM:
 				v = (uint64_t)in8() << 32;
 				v |= in32();
-				ibtrs_loop_call(sloop, do_imm,
-						(void *)(uintptr_t)v);
+				do_imm((void *)(uintptr_t)v);
 				break;
 			case CLT_OP_SEND:
 				v = (uint64_t)in8() << 32;
 				v |= in8() * 4u;
-				ibtrs_loop_call(sloop, do_send,
-						(void *)(uintptr_t)v);
+				do_send((void *)(uintptr_t)v);
 				break;
 			case CLT_OP_DISC:
-				ibtrs_loop_call(sloop, do_disc,
-						(void *)(uintptr_t)in8());
+				do_disc((void *)(uintptr_t)in8());
 				break;
 			default:
-				ibtrs_loop_call(sloop, noop, NULL);
 				await();
 				break;
 			}
 		}
 		/* Answer what is left; close fails what is still out. */
+		pump();
 		while (pending_cnt())
-			ibtrs_loop_call(sloop, do_answer, NULL);
-		ibtrs_clt_close(clt);
+			do_answer(NULL);
+		open_close(NULL);
 		pthread_mutex_lock(&conf_lock);
 		FUZZ_CHECK(confirmed == submitted);
 		pthread_mutex_unlock(&conf_lock);
 		clt = NULL;
 	}
-	ibtrs_loop_call(sloop, free_cons, NULL);
+	free_cons(NULL); /* on the fake server's loop: this thread */
 	return 0;
 }

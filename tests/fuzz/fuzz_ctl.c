@@ -4,21 +4,36 @@
  * local peer writes to <runtime dir>/<pid>.sock.
  *
  * ctl.c (with json.c and log.c) and the two kinds of object it serves,
- * clt_ctl.c and srv_ctl.c, are included: serve_one() reads the input from
- * one end of a socketpair, parses it, routes the command through the
- * objects' struct ctl_ops, runs it and writes its JSON answer, which is
- * checked: one line, one object. The sessions and the server are real
- * structs behind fakes of the library calls the commands end in, which
- * check the arguments the parsers hand them and answer like the real
- * ones; the nodes are put directly into ctl.c's list (no control socket
- * is opened, no thread started). "path add" reaches only the fake, never
- * the network.
+ * clt_ctl.c and srv_ctl.c, are included: serve_one() reads the input,
+ * parses it, routes the command through the objects' struct ctl_ops, runs
+ * it and writes its JSON answer, which is checked: one line, one object.
+ * Its poll(), read() and send() are replaced by a stream of the input
+ * (each read returns what is left, as a socket whose peer wrote the input
+ * at once and shut down its side does) and a buffer of the answer: no
+ * socket per input, whose setting up and closing took most of the time. The
+ * sessions and the server are real structs behind fakes of the library calls
+ * the commands end in, which check the arguments the parsers hand them and
+ * answer like the real ones; the nodes are put directly into ctl.c's list (no
+ * control socket is opened, no thread started). "path add" reaches only the
+ * fake, never the network.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <unistd.h>
 
+static int fuzz_poll(struct pollfd *p, nfds_t n, int timeout);
+static ssize_t fuzz_read(int fd, void *buf, size_t len);
+static ssize_t fuzz_send(int fd, const void *buf, size_t len, int flags);
+
+#define poll(p, n, t) fuzz_poll(p, n, t)
+#define read(fd, b, n) fuzz_read(fd, b, n)
+#define send(fd, b, n, f) fuzz_send(fd, b, n, f)
 #include "../../src/core/ctl.c"
+#undef send
+#undef read
+#undef poll
 #include "../../src/core/clt_ctl.c"
 #include "../../src/core/srv_ctl.c"
 #include "../../src/base/json.c"
@@ -28,7 +43,66 @@
 
 #define FUZZ_CTL_IN_MAX 4096
 
+#define FUZZ_CTL_FD 1000 /* serve_one()'s descriptor: no file */
+
 static const struct ibtrs_xprt_ops fake_xprt = { .name = "fake" };
+static const uint8_t *in_p; /* the request bytes not read yet */
+static size_t in_n;
+static char ans[1 << 16]; /* the answer, NUL after it */
+static size_t ans_len;
+
+/**
+ * fuzz_poll() - poll() of serve_one(): the stream is always readable
+ * @p: the one entry
+ * @n: 1
+ * @timeout: unused
+ *
+ * Return: 1.
+ */
+static int fuzz_poll(struct pollfd *p, nfds_t n, int timeout)
+{
+	(void)timeout;
+	FUZZ_CHECK(n == 1 && p->fd == FUZZ_CTL_FD && p->events == POLLIN);
+	p->revents = POLLIN;
+	return 1;
+}
+
+/**
+ * fuzz_read() - read() of serve_one(): the rest of the request, up to @len
+ * @fd: FUZZ_CTL_FD
+ * @buf: where
+ * @len: room
+ *
+ * Return: bytes read, 0 at the end of the request.
+ */
+static ssize_t fuzz_read(int fd, void *buf, size_t len)
+{
+	FUZZ_CHECK(fd == FUZZ_CTL_FD && len);
+	if (len > in_n)
+		len = in_n;
+	memcpy(buf, in_p, len);
+	in_p += len;
+	in_n -= len;
+	return (ssize_t)len;
+}
+
+/**
+ * fuzz_send() - send() of serve_one(): into the answer buffer
+ * @fd: FUZZ_CTL_FD
+ * @buf: bytes
+ * @len: their number
+ * @flags: MSG_NOSIGNAL
+ *
+ * Return: @len.
+ */
+static ssize_t fuzz_send(int fd, const void *buf, size_t len, int flags)
+{
+	FUZZ_CHECK(fd == FUZZ_CTL_FD && flags == MSG_NOSIGNAL);
+	FUZZ_CHECK(len < sizeof(ans) - ans_len);
+	memcpy(ans + ans_len, buf, len);
+	ans_len += len;
+	return (ssize_t)len;
+}
 static struct ibtrs_clt fake_clts[2];
 static struct ctl_node fake_nodes[3];
 
@@ -363,21 +437,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
  */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char ans[1 << 16];
-	size_t got = 0;
-	ssize_t n;
-	int sv[2];
+	size_t got;
 
 	if (size > FUZZ_CTL_IN_MAX)
 		size = FUZZ_CTL_IN_MAX;
-	FUZZ_CHECK(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	FUZZ_CHECK(write(sv[0], data, size) == (ssize_t)size);
-	shutdown(sv[0], SHUT_WR);
-	serve_one(sv[1]);
-	close(sv[1]);
-	while ((n = read(sv[0], ans + got, sizeof(ans) - 1 - got)) > 0)
-		got += (size_t)n;
-	close(sv[0]);
+	in_p = data;
+	in_n = size;
+	ans_len = 0;
+	serve_one(FUZZ_CTL_FD);
+	got = ans_len;
 
 	/* An answer exactly when a line ended or filled the buffer (a peer
 	 * that closes before its newline gets none): one line, one object. */

@@ -10,12 +10,21 @@
  * do the handshake right and then go wrong: the harness plays the client's
  * side with the real auth.c, and holds each session's secret to join it.
  *
- * srv.c is included so that the harness can wait for the server's loop,
- * run its tick on a clock the program moves, and end every session after
- * each input: inputs start from the same
- * state, a server with no session. The client end is the loop backend's
- * ops table, driven by hand, on a loop of its own. The server application
- * answers, fails or holds each request as its first user byte says.
+ * srv.c is included so that the harness can run the server's tick on a
+ * clock the program moves and end every session after each input: inputs
+ * start from the same state, a server with no session. The client end is
+ * the loop backend's ops table, driven by hand, on a loop of its own. The
+ * server application answers, fails or holds each request as its first
+ * user byte says.
+ *
+ * Both loops, the server's and the client's, run on the fuzzer's thread
+ * (ibtrs_loop_test_adopt()): the harness runs them until neither has
+ * anything left to do (pump()) where it waits for the server (an
+ * AUTH_RSP, an INFO_RSP, SRV_OP_SYNC, the end of the input), instead of
+ * a thread hand-off per message, which took most of the time. Only the
+ * connect, which blocks until the server accepted, is another thread's
+ * (the connector's), while this one runs the server. The client's key
+ * pair of the handshake is made once: the server's side stays real.
  *
  * Checked beyond ASan and UBSan: an accepted connection carries a usable
  * geometry, the server accepts AUTH_REQ only with the proofs it must ask
@@ -37,11 +46,10 @@
 #define CLT_RECVS (2 * SRV_QUEUE_DEPTH + 16)
 #define WR_ID_CLT_INFO 1
 #define WR_ID_CLT_AUTH 2
-#define INFO_WAIT_MS 200
-#define AUTH_WAIT_MS 1000
 #define CONNECT_WAIT_MS 10000
 #define END_WAIT_MS 10000
 #define MAX_HELD 16
+#define WAIT_STEP_MS 10 /* a wait for the connector or the server's timers */
 
 /**
  * struct slot - one client connection
@@ -140,8 +148,42 @@ static char *reqbuf;
 
 static _Atomic uint64_t fake_ns = 1000000000000ull;
 
+/* The client's key pair of every handshake. */
+static uint8_t clt_priv[IBTRS_AUTH_KEY_LEN], clt_pub[IBTRS_AUTH_KEY_LEN];
+
+/**
+ * struct connector - the thread that runs the blocking connect
+ * @lock: guards the rest
+ * @cond: a request came (@busy set)
+ * @busy: a request waits or runs
+ * @done: it returned: @ret and @con are its results
+ * @loop: the server's loop, woken by @wake when done
+ * @wake: queued on @loop when the connect returned
+ * @attr: the connection's attributes
+ * @priv: the connection request
+ * @rsp: the answer
+ * @ret: connect's return
+ * @con: the connection
+ */
+struct connector {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool busy;
+	bool done;
+	struct ibtrs_loop *loop;
+	struct ibtrs_work wake;
+	const struct ibtrs_xprt_con_attr *attr;
+	const void *priv;
+	void *rsp;
+	int ret;
+	struct ibtrs_xprt_con *con;
+};
+
+static struct connector ctr = { .lock = PTHREAD_MUTEX_INITIALIZER,
+				.cond = PTHREAD_COND_INITIALIZER };
+static pthread_t ctr_thread;
+
 static pthread_mutex_t clt_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t clt_cond;
 static struct slot slots[SRV_SLOTS];
 static struct pool pools[4]; /* under clt_lock */
 
@@ -261,7 +303,6 @@ static void clt_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 	if (wc->opcode == IBTRS_WC_RECV && wc->wr_id == WR_ID_CLT_AUTH) {
 		pthread_mutex_lock(&clt_lock);
 		s->auth_len = wc->byte_len;
-		pthread_cond_broadcast(&clt_cond);
 		pthread_mutex_unlock(&clt_lock);
 		return;
 	}
@@ -274,7 +315,6 @@ static void clt_wc(struct ibtrs_xprt_con *con, const struct ibtrs_wc *wc)
 			pools[s->sess].valid = true;
 			pools[s->sess].desc = d;
 			s->info_done = true;
-			pthread_cond_broadcast(&clt_cond);
 			pthread_mutex_unlock(&clt_lock);
 		}
 		return;
@@ -306,7 +346,6 @@ static void clt_err(struct ibtrs_xprt_con *con, int err)
 	FUZZ_CHECK(err < 0);
 	pthread_mutex_lock(&clt_lock);
 	s->failed = true;
-	pthread_cond_broadcast(&clt_cond);
 	pthread_mutex_unlock(&clt_lock);
 }
 
@@ -325,15 +364,6 @@ static void do_disconnect(void *arg)
 }
 
 /**
- * noop() - nothing, on a loop: ibtrs_loop_call() of it waits for the loop
- * @arg: unused
- */
-static void noop(void *arg)
-{
-	(void)arg;
-}
-
-/**
  * slot_close() - disconnect and free a slot's connection
  * @s: the slot
  */
@@ -341,61 +371,165 @@ static void slot_close(struct slot *s)
 {
 	if (!s->con)
 		return;
-	ibtrs_loop_call(cloop, do_disconnect, s->con);
+	do_disconnect(s->con); /* on the client's loop: this thread */
 	xops->destroy(s->con);
 	s->con = NULL;
 }
 
 /**
- * sync_all() - wait until both loops handled what was sent so far
+ * turn() - one turn of each loop
+ *
+ * Return: true if anything ran.
+ */
+static bool turn(void)
+{
+	bool ran = ibtrs_loop_test_run(srv->loop, 0);
+
+	return ibtrs_loop_test_run(cloop, 0) || ran;
+}
+
+/**
+ * pump() - run both loops until neither has anything left to do
+ *
+ * Then nothing more happens until the harness sends, or a timer fires
+ * (the server's periodic tick, in real time).
+ */
+static void pump(void)
+{
+	while (turn())
+		;
+}
+
+/**
+ * sync_all() - both ends handled what was sent so far
  */
 static void sync_all(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < 2; i++) {
-		ibtrs_loop_call(srv->loop, noop, NULL);
-		ibtrs_loop_call(cloop, noop, NULL);
-	}
+	pump();
 }
 
 /**
- * wait_info() - wait for a slot's INFO_RSP or failure, bounded
+ * wait_info() - a slot's INFO_RSP or failure, if it comes
  * @s: the slot
+ *
+ * Once both loops are idle, an INFO_RSP not there does not come: the
+ * server answers an INFO_REQ at once or never. The loops stop as soon as
+ * it came: what the server does after it (its send's completion) may
+ * still be pending when the program goes on, as with loops of their own.
  */
 static void wait_info(struct slot *s)
 {
-	uint64_t end = ibtrs_real_now_ns() + INFO_WAIT_MS * 1000000ull;
-	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
-			       .tv_nsec = (long)(end % 1000000000ull) };
+	bool done;
 
-	pthread_mutex_lock(&clt_lock);
-	while (!s->info_done && !s->failed &&
-	       pthread_cond_timedwait(&clt_cond, &clt_lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&clt_lock);
+	do {
+		pthread_mutex_lock(&clt_lock);
+		done = s->info_done || s->failed;
+		pthread_mutex_unlock(&clt_lock);
+	} while (!done && turn());
 }
 
 /**
- * wait_auth() - wait for a slot's AUTH_RSP or failure, bounded
+ * wait_auth() - a slot's AUTH_RSP or failure, if it comes
  * @s: the slot
+ *
+ * As for INFO_RSP: the server answers an AUTH_REQ at once or never (a
+ * handshake left open ends at its deadline, on the program's clock), and
+ * the loops stop as soon as it came.
  *
  * Return: the bytes of AUTH_RSP, 0 when none came.
  */
 static uint32_t wait_auth(struct slot *s)
 {
-	uint64_t end = ibtrs_real_now_ns() + AUTH_WAIT_MS * 1000000ull;
-	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
-			       .tv_nsec = (long)(end % 1000000000ull) };
 	uint32_t len;
+	bool done;
 
-	pthread_mutex_lock(&clt_lock);
-	while (!s->auth_len && !s->failed &&
-	       pthread_cond_timedwait(&clt_cond, &clt_lock, &ts) != ETIMEDOUT)
-		;
-	len = s->auth_len;
-	pthread_mutex_unlock(&clt_lock);
+	do {
+		pthread_mutex_lock(&clt_lock);
+		len = s->auth_len;
+		done = len || s->failed;
+		pthread_mutex_unlock(&clt_lock);
+	} while (!done && turn());
 	return len;
+}
+
+/**
+ * ctr_wake() - nothing: it woke the server's loop for the harness
+ * @w: unused
+ */
+static void ctr_wake(struct ibtrs_work *w)
+{
+	(void)w;
+}
+
+/**
+ * ctr_main() - the connector: run each connect it is handed
+ * @arg: unused
+ *
+ * Return: never.
+ */
+static void *ctr_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ctr.lock);
+	for (;;) {
+		struct ibtrs_xprt_con *con = NULL;
+		int ret;
+
+		while (!ctr.busy || ctr.done)
+			pthread_cond_wait(&ctr.cond, &ctr.lock);
+		pthread_mutex_unlock(&ctr.lock);
+		ret = xops->connect(cpd, NULL, (struct sockaddr *)&srv_addr,
+				    ctr.attr, ctr.priv, ctr.rsp,
+				    CONNECT_WAIT_MS, &con);
+		pthread_mutex_lock(&ctr.lock);
+		ctr.ret = ret;
+		ctr.con = con;
+		ctr.done = true;
+		ibtrs_loop_queue(ctr.loop, &ctr.wake);
+	}
+	return NULL;
+}
+
+/**
+ * do_connect() - xops->connect() on the connector, the server run here
+ * @attr: the connection's attributes
+ * @priv: the connection request
+ * @rsp: the answer
+ * @conp: the connection
+ *
+ * Return: what connect returned.
+ */
+static int do_connect(const struct ibtrs_xprt_con_attr *attr, const void *priv,
+		      void *rsp, struct ibtrs_xprt_con **conp)
+{
+	bool done = false;
+	int ret;
+
+	pthread_mutex_lock(&ctr.lock);
+	ctr.attr = attr;
+	ctr.priv = priv;
+	ctr.rsp = rsp;
+	ctr.loop = srv->loop;
+	ctr.busy = true;
+	ctr.done = false;
+	pthread_cond_signal(&ctr.cond);
+	pthread_mutex_unlock(&ctr.lock);
+	for (;;) {
+		pump();
+		pthread_mutex_lock(&ctr.lock);
+		done = ctr.done;
+		pthread_mutex_unlock(&ctr.lock);
+		if (done)
+			break;
+		/* The connector queues its request, then ctr.wake. */
+		ibtrs_loop_test_run(srv->loop, WAIT_STEP_MS);
+	}
+	pthread_mutex_lock(&ctr.lock);
+	ret = ctr.ret;
+	*conp = ctr.con;
+	ctr.busy = false;
+	pthread_mutex_unlock(&ctr.lock);
+	return ret;
 }
 
 /**
@@ -449,7 +583,8 @@ static bool auth(struct slot *s, const struct ibtrs_conn_req *cr, uint8_t h,
 	memcpy(ah.ns, s->geo.nonce, IBTRS_NONCE_LEN);
 	memcpy(ah.sess_uuid, cr->sess_uuid, IBTRS_UUID_LEN);
 	memcpy(ah.path_uuid, cr->path_uuid, IBTRS_UUID_LEN);
-	FUZZ_CHECK(!ibtrs_auth_keypair(priv, ar.pub));
+	memcpy(priv, clt_priv, sizeof(priv));
+	memcpy(ar.pub, clt_pub, sizeof(ar.pub));
 	if (h & 0x20)
 		memset(ar.pub, 0, sizeof(ar.pub)); /* of low order */
 	memcpy(ah.pub_c, ar.pub, IBTRS_AUTH_KEY_LEN);
@@ -572,8 +707,7 @@ static void op_connect(struct fuzz_in *in)
 	slot_close(s);
 
 	memset(rsp, 0, sizeof(rsp));
-	ret = xops->connect(cpd, NULL, (struct sockaddr *)&srv_addr, &attr, &m,
-			    rsp, CONNECT_WAIT_MS, &con);
+	ret = do_connect(&attr, &m, rsp, &con);
 	FUZZ_CHECK(ret != -ETIMEDOUT);
 	if (ret)
 		return;
@@ -766,7 +900,7 @@ static void op_tick(struct fuzz_in *in)
 	uint64_t step = (fuzz_u8(in) + 1ull) * SRV_TICK_STEP_MS * 1000000ull;
 
 	atomic_fetch_add(&fake_ns, step);
-	ibtrs_loop_call(srv->loop, srv_tick, srv);
+	srv_tick(srv); /* on the server's loop: this thread */
 }
 
 /**
@@ -795,7 +929,8 @@ static void close_sessions(void *arg)
  * end_input() - back to a server with no session
  *
  * A session that does not end once its client is gone and its requests
- * are answered is a leak: the check fails after END_WAIT_MS.
+ * are answered is a leak: the check fails after END_WAIT_MS (of the
+ * server's loop run, its timers included).
  */
 static void end_input(void)
 {
@@ -805,17 +940,16 @@ static void end_input(void)
 	answer_held(0);
 	for (i = 0; i < SRV_SLOTS; i++)
 		slot_close(&slots[i]);
-	ibtrs_loop_call(srv->loop, close_sessions, NULL);
+	close_sessions(NULL); /* on the server's loop: this thread */
 	for (;;) {
-		struct timespec ms = { .tv_nsec = 1000000 };
-
+		pump();
 		answer_held(0);
 		pthread_mutex_lock(&srv->lock);
 		left = srv->nr_sessions + srv->nr_cons;
 		pthread_mutex_unlock(&srv->lock);
 		if (!left || ibtrs_real_now_ns() >= end)
 			break;
-		nanosleep(&ms, NULL);
+		ibtrs_loop_test_run(srv->loop, WAIT_STEP_MS);
 	}
 	FUZZ_CHECK(!left);
 	pthread_mutex_lock(&app_lock);
@@ -886,7 +1020,8 @@ static void write_keys(void)
 }
 
 /**
- * LLVMFuzzerInitialize() - the server, the client's loop, pd and region
+ * LLVMFuzzerInitialize() - the servers, the client's loop, pd and region,
+ * the loops taken over by this thread, the connector and the key pair
  * @argc: unused
  * @argv: unused
  *
@@ -895,14 +1030,9 @@ static void write_keys(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct iovec iov;
-	pthread_condattr_t ca;
 
 	(void)argc;
 	(void)argv;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&clt_cond, &ca);
-	pthread_condattr_destroy(&ca);
 
 	/* Heartbeats, graces and handshake deadlines follow the program's
 	 * clock; the periodic tick still runs in real time but sees only
@@ -925,6 +1055,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	iov.iov_base = cbuf;
 	iov.iov_len = CLT_BUF_LEN;
 	FUZZ_CHECK(!xops->mr_map(cmr, &iov, 1));
+
+	ibtrs_loop_test_adopt(variants[0].srv->loop);
+	ibtrs_loop_test_adopt(variants[1].srv->loop);
+	ibtrs_loop_test_adopt(cloop);
+	ctr.wake.fn = ctr_wake;
+	FUZZ_CHECK(!pthread_create(&ctr_thread, NULL, ctr_main, NULL));
+	FUZZ_CHECK(!ibtrs_auth_keypair(clt_priv, clt_pub));
 	return 0;
 }
 

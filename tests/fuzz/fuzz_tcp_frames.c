@@ -18,9 +18,11 @@
  * which ends the event (the next call is a new one); the stream ends with
  * a close. Receives are posted again as they complete, as the server does.
  *
- * The staging buffer is the one allocation of tcp.c kept from input to
- * input (a fresh 256 KiB per input costs more than the parse): its used
- * part is refilled with a pattern before each input.
+ * The connection is new for each input; what it is given lives as long
+ * as the process, made once: the staging buffer (the one allocation of
+ * tcp.c kept, its used part refilled with a pattern before each input:
+ * a fresh 256 KiB per input costs more than the parse), the regions
+ * (tcp_env.h) and the receive buffers (refilled too).
  */
 #include <stdlib.h>
 #include <sys/types.h>
@@ -48,6 +50,7 @@ static const uint32_t fuzz_recv_len[4] = { 264, 0, 1024, 24 };
 
 static struct ibtrs_loop *fuzz_loop;
 static char *fuzz_stage;
+static struct fuzz_tcp_env fuzz_env;
 
 /**
  * fuzz_tcp_malloc() - malloc() of tcp.c: the staging buffer is kept
@@ -203,22 +206,30 @@ static const struct ibtrs_xprt_handler fuzz_handler = {
 };
 
 /**
- * LLVMFuzzerInitialize() - the loop the connection belongs to
+ * LLVMFuzzerInitialize() - the loop, the regions, the buffers
  * @argc: unused
  * @argv: unused
  *
- * Its thread never sees the connection (it is not started); the receive
- * path only asks it for the time.
+ * The loop's thread never sees the connection (it is not started); the
+ * receive path only asks it for the time.
  *
  * Return: 0.
  */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	unsigned int i;
+
 	(void)argc;
 	(void)argv;
 	FUZZ_CHECK(!ibtrs_loop_create(&fuzz_loop, "fuzz", NULL, NULL, 0));
 	fuzz_stage = malloc(TCP_STAGING);
 	FUZZ_CHECK(fuzz_stage);
+	fuzz_tcp_env_init(&fuzz_env);
+	for (i = 0; i < FUZZ_MAX_RECVS; i++) {
+		fs.recv_len[i] = fuzz_recv_len[i % 4];
+		fs.recv_buf[i] = fs.recv_len[i] ? malloc(fs.recv_len[i]) : NULL;
+		FUZZ_CHECK(fs.recv_buf[i] || !fs.recv_len[i]);
+	}
 	return 0;
 }
 
@@ -237,13 +248,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.max_send_sge = 2,
 	};
 	struct fuzz_in in = { data, size };
-	struct fuzz_tcp_env env;
 	unsigned int i, nr, events;
 	struct tcp_con *c;
 	uint8_t cfg;
 
 	cfg = fuzz_u8(&in);
-	memset(&fs, 0, sizeof(fs));
+	fs.read_since_eagain = false;
+	fs.nr_recvs = 0;
+	fs.next_recv = 0;
+	fs.failed = false;
 	fs.rnd = fuzz_u8(&in);
 	fs.max_read = 1 + (size_t)fuzz_u16(&in);
 	fs.p = in.p;
@@ -251,16 +264,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nr = 1 + (cfg & 7u);
 
 	memset(fuzz_stage, 0xbe, size < TCP_STAGING ? size : TCP_STAGING);
-	fuzz_tcp_env_init(&env);
-	c = tcp_con_alloc(-1, env.pd, &attr);
+	for (i = 0; i < FUZZ_MAX_RECVS; i++)
+		if (fs.recv_len[i])
+			memset(fs.recv_buf[i], 0xbe, fs.recv_len[i]);
+	c = tcp_con_alloc(-1, fuzz_env.pd, &attr);
 	FUZZ_CHECK(c);
 	c->base.ops = &ibtrs_xprt_tcp_ops;
 	c->base.handler = &fuzz_handler;
 	c->loop = fuzz_loop;
-	for (i = 0; i < FUZZ_MAX_RECVS; i++) {
-		fs.recv_len[i] = fuzz_recv_len[i % 4];
-		fs.recv_buf[i] = fs.recv_len[i] ? malloc(fs.recv_len[i]) : NULL;
-	}
 	for (i = 0; i < nr; i++)
 		fuzz_post_recv(c);
 
@@ -271,8 +282,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(c->failed && fs.failed);
 
 	tcp_destroy(&c->base);
-	for (i = 0; i < FUZZ_MAX_RECVS; i++)
-		free(fs.recv_buf[i]);
-	fuzz_tcp_env_fini(&env);
 	return 0;
 }

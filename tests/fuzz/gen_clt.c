@@ -92,6 +92,8 @@ void gen_clt(void)
 	answer(&p, 4, 0); /* a READ answered without its data */
 	put(&p, CLT_OP_SYNC);
 	gen_write("clt", "io", p.b, p.n);
+	p.b[0] |= CLT_KEYED; /* the same with a key */
+	gen_write("clt", "io-keyed", p.b, p.n);
 
 	handshake(&p, 2);
 	req(&p, 0, 100);
@@ -138,6 +140,8 @@ void gen_clt(void)
 	put(&p, 48); /* a byte of the proof */
 	put(&p, 0xff);
 	gen_write("clt", "auth-bad-proof", p.b, p.n);
+	p.b[0] |= CLT_KEYED;
+	gen_write("clt", "auth-bad-proof-keyed", p.b, p.n);
 	handshake(&p, 1);
 	p.b[4] = 0x20; /* con 1 told it made a new session */
 	gen_write("clt", "auth-join-lie", p.b, p.n);

@@ -15,6 +15,7 @@
 #include "swmr.h"
 
 #define FUZZ_TCP_SEGS 4
+#define FUZZ_TCP_KEY_GEN 0x5a5bu /* the regions' keys: see below */
 static const size_t fuzz_tcp_seg_len[FUZZ_TCP_SEGS] = { 4096, 100, 8192,
 							16384 };
 
@@ -35,14 +36,17 @@ struct fuzz_tcp_env {
  * fuzz_tcp_env_init() - make the pd and map the regions
  * @e: filled
  *
- * The keys depend only on rand(), seeded here: the same at every call.
+ * The regions' keys are set to fixed values after mapping: swmr draws a
+ * random generation per region, and keys that change from run to run
+ * would make the seeds' and the corpus's keys stale, the placement into
+ * regions out of reach. A key is the generation above the region's index
+ * (swmr.c), which is what swmr_resolve() compares.
  */
 static inline void fuzz_tcp_env_init(struct fuzz_tcp_env *e)
 {
 	struct iovec iov[FUZZ_TCP_SEGS];
 	unsigned int i;
 
-	srand(1);
 	FUZZ_CHECK(!swmr_pd_alloc(&e->pd, 4));
 	for (i = 0; i < FUZZ_TCP_SEGS; i++) {
 		e->seg[i] = calloc(1, fuzz_tcp_seg_len[i]);
@@ -54,6 +58,11 @@ static inline void fuzz_tcp_env_init(struct fuzz_tcp_env *e)
 	FUZZ_CHECK(!swmr_mr_alloc(e->pd, 1, &e->mr[1]));
 	FUZZ_CHECK(!swmr_mr_map(e->mr[0], iov, 3));
 	FUZZ_CHECK(!swmr_mr_map(e->mr[1], iov + 3, 1));
+	for (i = 0; i < 2; i++)
+		__atomic_store_n(&e->mr[i]->key,
+				 FUZZ_TCP_KEY_GEN << 16 |
+					 (e->mr[i]->key & 0xffff),
+				 __ATOMIC_RELAXED);
 }
 
 /**

@@ -92,6 +92,59 @@ static void test_bad(void)
 	CHECK_EQ(ibtrs_keyring_load(dir, &kr, err, sizeof(err)), -EINVAL);
 }
 
+/* The parser of a buffer: no NUL needed, a NUL in a line is bad, and the
+ * check of identities given twice holds over a full file of keys. */
+static void test_parse(void)
+{
+	static const char one[] = "alice:000102030405060708090a0b0c0d0e0fXX";
+	const char *key = ":000102030405060708090a0b0c0d0e0f\n";
+	struct ibtrs_keyring *kr = NULL;
+	char err[256] = "", *buf, *p;
+	unsigned int i;
+
+	/* Not NUL-terminated: the two bytes after the length are not read. */
+	CHECK_EQ(ibtrs_keyring_parse(one, sizeof(one) - 3, "mem", &kr, err,
+				     sizeof(err)),
+		 0);
+	CHECK(kr->nr == 1 && kr->keys[0].len == 16 &&
+	      kr->keys[0].key[15] == 15);
+	ibtrs_keyring_free(kr);
+	kr = NULL;
+	CHECK_EQ(ibtrs_keyring_parse("ali\0ce:000102030405060708090a0b0c0d0e0f",
+				     40, NULL, &kr, err, sizeof(err)),
+		 -EINVAL);
+	CHECK(!kr && strstr(err, "(buffer) line 1: bad identity"));
+	CHECK_EQ(ibtrs_keyring_parse(NULL, 0, "empty", &kr, err, sizeof(err)),
+		 -EINVAL);
+	CHECK(!kr && strstr(err, "empty: no key in it"));
+
+	buf = malloc(4097 * 48);
+	CHECK(buf != NULL);
+	for (p = buf, i = 0; i < 4096; i++)
+		p += sprintf(p, "k%u%s", i, key);
+	CHECK_EQ(ibtrs_keyring_parse(buf, (size_t)(p - buf), "full", &kr, err,
+				     sizeof(err)),
+		 0);
+	CHECK_EQ(kr->nr, 4096);
+	CHECK(ibtrs_keyring_find(kr, "k4095") == &kr->keys[4095]);
+	ibtrs_keyring_free(kr);
+	kr = NULL;
+	/* The last identity is the first one again. */
+	p -= strlen(key) + 5;
+	p += sprintf(p, "k0%s", key);
+	CHECK_EQ(ibtrs_keyring_parse(buf, (size_t)(p - buf), "full", &kr, err,
+				     sizeof(err)),
+		 -EINVAL);
+	CHECK(!kr && strstr(err, "line 4096: identity 'k0' given twice"));
+	p -= strlen(key) + 2;
+	p += sprintf(p, "k4095%sk4096%s", key, key);
+	CHECK_EQ(ibtrs_keyring_parse(buf, (size_t)(p - buf), "full", &kr, err,
+				     sizeof(err)),
+		 -EINVAL);
+	CHECK(!kr && strstr(err, "full: more than 4096 keys"));
+	free(buf);
+}
+
 static void test_random(void)
 {
 	uint8_t a[32] = { 0 }, b[32] = { 0 }, zero[32] = { 0 };
@@ -106,6 +159,7 @@ int main(void)
 	CHECK(mkdtemp(dir));
 	test_good();
 	test_bad();
+	test_parse();
 	test_random();
 	unlink(put("", 0600));
 	rmdir(dir);
