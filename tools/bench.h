@@ -208,6 +208,8 @@ struct bench_path_res {
  * @write_ops: successful WRITEs
  * @bytes: data bytes of the successful requests
  * @errors: failed requests
+ * @aborted: of @errors, those still in flight when the run ended, failed
+ *           by the session's close
  * @verify_failures: READs whose data did not match
  * @verified: READs whose data was checked
  * @submitted: requests submitted (their confirmation was due)
@@ -250,6 +252,7 @@ struct bench_res {
 	uint64_t write_ops;
 	uint64_t bytes;
 	uint64_t errors;
+	uint64_t aborted;
 	uint64_t verify_failures;
 	uint64_t verified;
 	uint64_t submitted;

@@ -129,6 +129,7 @@ struct bench_req {
  * @read_ops: successful READs (loop thread only)
  * @write_ops: successful WRITEs (loop thread only)
  * @errors: failed requests (atomic)
+ * @aborted: of those, failed by the session's close at the end (atomic)
  * @vfail: READs with wrong data (atomic)
  * @verified: READs whose data was checked (loop thread only)
  * @final_verified: blocks checked by the final read pass (--export)
@@ -162,6 +163,7 @@ struct bench_thread {
 	uint64_t read_ops;
 	uint64_t write_ops;
 	uint64_t errors;
+	uint64_t aborted;
 	uint64_t vfail;
 	uint64_t verified;
 	uint64_t final_verified;
@@ -578,6 +580,10 @@ static void bench_conf(void *priv, int err)
 		lat = 0;
 	} else if (err) {
 		__atomic_fetch_add(&t->errors, 1, __ATOMIC_RELAXED);
+		/* Still in flight when the run ended and failed by its close.
+		 */
+		if (__atomic_load_n(&b->closing, __ATOMIC_ACQUIRE))
+			__atomic_fetch_add(&t->aborted, 1, __ATOMIC_RELAXED);
 		bench_report(b, "%s of %llu bytes at offset %llu failed: %s",
 			     req->dir == IBTRS_READ ? "READ" : "WRITE",
 			     (unsigned long long)bs, (unsigned long long)off,
@@ -1175,6 +1181,7 @@ static void bench_collect(struct bench *b, struct bench_res *res)
 	res->ops = res->read_ops + res->write_ops;
 	res->bytes = res->ops * b->cfg->bs;
 	res->errors = BENCH_SUM(b, errors);
+	res->aborted = BENCH_SUM(b, aborted);
 	res->unknown_outcome = BENCH_SUM(b, unknown);
 	res->signal = b->signal;
 	res->verify_failures = BENCH_SUM(b, vfail);

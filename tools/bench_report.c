@@ -328,6 +328,7 @@ int bench_print_json(const struct bench_cfg *cfg, const struct bench_res *res)
 	json_u64(&j, "write_ops", res->write_ops);
 	json_u64(&j, "bytes", res->bytes);
 	json_u64(&j, "errors", res->errors);
+	json_u64(&j, "aborted", res->aborted);
 	json_u64(&j, "verify_failures", res->verify_failures);
 	json_u64(&j, "lost", res->lost);
 	json_fixed(&j, "max_gap_ms", res->max_gap_ms, 1);

@@ -72,6 +72,7 @@ static void sum_res(struct bench_res *res, const struct bench_res *s)
 	res->write_ops += s->write_ops;
 	res->bytes += s->bytes;
 	res->errors += s->errors;
+	res->aborted += s->aborted;
 	res->verify_failures += s->verify_failures;
 	res->verified += s->verified;
 	res->submitted += s->submitted;

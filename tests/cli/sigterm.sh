@@ -67,8 +67,10 @@ stuck() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["signal"] == "SIG" + sys.argv[2], d["signal"]
-# The requests stuck on the dropping paths failed at close.
+# The requests stuck on the dropping paths failed at close, and are
+# told apart as failed by the close.
 assert d["errors"] > 0 and d["lost"] == 0, (d["errors"], d["lost"])
+assert d["aborted"] == d["errors"], (d["aborted"], d["errors"])
 assert d["verify_failures"] == 0
 PY
 		fail "$sig: unexpected result: $(cat "$TMP/$sig.json")"

@@ -267,7 +267,7 @@ EOF
 	end_bench
 	ip netns exec "$S" nft delete table inet ibtrs_loss
 	stop_server
-	python3 - "$tmp/lossy.json" "$rc" <<'EOF'
+	python3 - "$tmp/lossy.json" "$rc" "$tmp/lossy.err" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ev = [e for e in d["events"] if e["path"] == 1]
@@ -275,12 +275,19 @@ for e in ev:
     print(f"lossy: event {e['ts']:.3f}: {e['msg']}")
 up = next((e["ts"] for e in ev if "-> connected" in e["msg"]), None)
 dem = next((e for e in ev if "demoted" in e["msg"]), None)
-ok = sys.argv[2] == "0" and d["errors"] == 0 and dem is not None
+# A probe still retransmitted on the lossy path when SIGINT ends the run
+# fails at the close (ibtrs(1)): "aborted", no transport failure.
+failed = d["errors"] - d.get("aborted", 0)
+ok = sys.argv[2] in ("0", "1") and failed == 0 and dem is not None
+ok = ok and (sys.argv[2] == "0") == (d["errors"] == 0)
 if dem is not None and up is not None:
     print(f"lossy: demoted {dem['ts'] - up:.2f} s after it connected")
 if not ok:
-    print(f"FAIL lossy: exit {sys.argv[2]}, errors {d['errors']}, "
-          f"demoted: {dem is not None}")
+    print(f"FAIL lossy: exit {sys.argv[2]}, errors {d['errors']} "
+          f"({d.get('aborted', 0)} at the close), demoted: {dem is not None}")
+    for l in open(sys.argv[3]):
+        if not l.startswith("{") and "failed" in l:
+            print("lossy: bench: " + l.rstrip()[:200])
 sys.exit(0 if ok else 1)
 EOF
 }
