@@ -264,6 +264,15 @@ EOF
 	skip=$(nlines lossy)
 	wait_lines lossy 'l["paths"][0] > 0 and l["paths"][1] * 100 < sum(l["paths"])' ||
 		echo "lossy: path 1 still carries 1 % or more (going on)"
+	# A second of little load on a lossy path is not yet its demotion:
+	# wait (30 s at most) for "ibtrs status" to say it is demoted.
+	for _ in $(seq 60); do
+		ip netns exec "$C" "$tool" status --json --pid "$bench_pid" \
+			>"$tmp/lossy-status.json" 2>&1
+		grep -q '"demoted": *true' "$tmp/lossy-status.json" && break
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.5
+	done
 	end_bench
 	ip netns exec "$S" nft delete table inet ibtrs_loss
 	stop_server
