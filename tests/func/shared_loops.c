@@ -83,52 +83,6 @@ static pid_t start_server(uint16_t *port)
 	return pid;
 }
 
-/*
- * Threads of this process: all (@prefix NULL), or those whose name starts
- * with @prefix and, with @exact, is it.
- */
-static unsigned int threads(const char *prefix, bool exact)
-{
-	char path[300], comm[32];
-	unsigned int n = 0;
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
-
-	CHECK(dir);
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		if (!prefix) {
-			n++;
-			continue;
-		}
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = 0;
-			n += exact ? !strcmp(comm, prefix)
-				   : !strncmp(comm, prefix, strlen(prefix));
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
-}
-
-/* Until @n threads match, at most 10 s (a joined one may linger). */
-static bool threads_become(const char *prefix, bool exact, unsigned int n)
-{
-	double deadline = t_now() + 10.0;
-
-	while (threads(prefix, exact) != n && t_now() < deadline)
-		h_sleep_ms(1);
-	return threads(prefix, exact) == n;
-}
-
 static struct ibtrs_clt *open_one(const char *name, uint16_t port,
 				  unsigned int loops)
 {
@@ -252,7 +206,7 @@ int main(void)
 	CHECK(!ibtrs_clt_open_opts(&bad) && errno == EINVAL);
 
 	pid = start_server(&port);
-	n0 = threads(NULL, false);
+	n0 = t_threads(NULL, false);
 	for (i = 0; i < SESS_N; i++) {
 		snprintf(name, sizeof(name), "shared-%u", i);
 		sess[i] = open_one(name, port, LOOPS);
@@ -273,12 +227,12 @@ int main(void)
 			 0);
 	for (k = 0; k < IO_THREADS; k++)
 		CHECK_EQ(pthread_join(th[k], NULL), 0);
-	n = threads(NULL, false);
+	n = t_threads(NULL, false);
 	printf("%u sessions on %u shared loops and 1 of its own: %u threads "
 	       "(%u before), %u shared loop threads\n",
-	       SESS_N, LOOPS, n, n0, threads("ibtrs-clt/", false));
-	CHECK_EQ(threads("ibtrs-clt/", false), LOOPS);
-	CHECK_EQ(threads("ibtrs-clt", true), 1);
+	       SESS_N, LOOPS, n, n0, t_threads("ibtrs-clt/", false));
+	CHECK_EQ(t_threads("ibtrs-clt/", false), LOOPS);
+	CHECK_EQ(t_threads("ibtrs-clt", true), 1);
 	CHECK(n <= n0 + LOOPS + 1 + OTHER_THREADS);
 
 	/* Random order; the rest still works after every close. */
@@ -300,10 +254,10 @@ int main(void)
 		k = order[i + 1 + (unsigned int)(t_rand(&seed) % (SESS_N - i))];
 		write_read(sess[k], k, ROUNDS);
 		if (order[i] == SESS_N)
-			CHECK(threads_become("ibtrs-clt", true, 0));
+			CHECK(t_threads_become("ibtrs-clt", true, 0));
 	}
-	CHECK(threads_become("ibtrs-clt/", false, 0));
-	CHECK(threads_become("ibtrs-clt", true, 0));
+	CHECK(t_threads_become("ibtrs-clt/", false, 0));
+	CHECK(t_threads_become("ibtrs-clt", true, 0));
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	return 0;

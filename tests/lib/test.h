@@ -177,4 +177,54 @@ static inline void t_fill(void *buf, size_t len, unsigned long long seed)
 		p[i] = (unsigned char)(t_rand(&s) >> 56);
 }
 
+/*
+ * Threads of this process: all of them (@prefix NULL), or those named
+ * @prefix (@exact) or whose name starts with it.
+ */
+static inline unsigned int t_threads(const char *prefix, bool exact)
+{
+	char path[300], comm[32];
+	unsigned int n = 0;
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+
+	CHECK(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		if (!prefix) {
+			n++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			n += exact ? !strcmp(comm, prefix)
+				   : !strncmp(comm, prefix, strlen(prefix));
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Until t_threads(@prefix, @exact) is @n, at most 10 s: a joined thread may
+ * still be listed for a moment after it cleared its id.
+ */
+static inline bool t_threads_become(const char *prefix, bool exact,
+				    unsigned int n)
+{
+	double deadline = t_now() + 10.0;
+
+	while (t_threads(prefix, exact) != n && t_now() < deadline)
+		usleep(1000);
+	return t_threads(prefix, exact) == n;
+}
+
 #endif /* IBTRS_TEST_H */

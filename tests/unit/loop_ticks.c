@@ -54,47 +54,6 @@ static bool reaches(struct tcount *c, unsigned int n, double sec)
 	return atomic_load(&c->n) >= n;
 }
 
-/* Threads of this process named @name. */
-static unsigned int threads_named(const char *name)
-{
-	char path[300], comm[32];
-	unsigned int n = 0;
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
-
-	CHECK(dir);
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = 0;
-			n += !strcmp(comm, name);
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
-}
-
-/*
- * Until @n threads are named @name, at most 5 s: a joined thread may still
- * be listed for a moment after it cleared its id.
- */
-static bool threads_become(const char *name, unsigned int n)
-{
-	double deadline = t_now() + 5.0;
-
-	while (threads_named(name) != n && t_now() < deadline)
-		usleep(1000);
-	return threads_named(name) == n;
-}
-
 static void test_ticks(void)
 {
 	struct tcount fast = { 0 }, slow = { 0 }, self = { .stop_at = 3 };
@@ -168,8 +127,8 @@ static void test_pool(void)
 	CHECK_EQ(ibtrs_loop_pool_users(&pool, NULL), 2);
 	CHECK_EQ(ibtrs_loop_pool_users(&pool, l[0]), 3);
 	CHECK_EQ(ibtrs_loop_pool_users(&pool, l[1]), 2);
-	CHECK(threads_become("t-pool/0", 1));
-	CHECK(threads_become("t-pool/1", 1));
+	CHECK(t_threads_become("t-pool/0", true, 1));
+	CHECK(t_threads_become("t-pool/1", true, 1));
 	{
 		/* From a callback on a loop of the pool: refused, whichever
 		 * loop it would have been given. */
@@ -193,10 +152,10 @@ static void test_pool(void)
 	ibtrs_loop_pool_put(&pool, l[1]);
 	ibtrs_loop_pool_put(&pool, l[3]);
 	CHECK_EQ(ibtrs_loop_pool_users(&pool, NULL), 1);
-	CHECK(threads_become("t-pool/1", 0));
+	CHECK(t_threads_become("t-pool/1", true, 0));
 	CHECK_EQ(ibtrs_loop_pool_get(&pool, 2, &l[1]), 0);
 	CHECK(l[1] != l[0]);
-	CHECK(threads_become("t-pool/1", 1));
+	CHECK(t_threads_become("t-pool/1", true, 1));
 	/* With N = 1 the first loop only, however loaded. */
 	CHECK_EQ(ibtrs_loop_pool_get(&pool, 1, &l[3]), 0);
 	CHECK(l[3] == l[0]);
@@ -206,7 +165,7 @@ static void test_pool(void)
 	ibtrs_loop_pool_put(&pool, l[0]);
 	ibtrs_loop_pool_put(&pool, l[2]);
 	ibtrs_loop_pool_put(&pool, l[3]);
-	CHECK(threads_become("t-pool/0", 1));
+	CHECK(t_threads_become("t-pool/0", true, 1));
 	c.loop = l[4];
 	atomic_store(&c.n, 0);
 	CHECK_EQ(ibtrs_loop_tick_add(l[4], count_tick, &c, 5, &c.tick), 0);
@@ -215,8 +174,8 @@ static void test_pool(void)
 	ibtrs_loop_pool_put(&pool, l[4]);
 	ibtrs_loop_pool_put(&pool, l[1]);
 	CHECK_EQ(ibtrs_loop_pool_users(&pool, NULL), 0);
-	CHECK(threads_become("t-pool/0", 0));
-	CHECK(threads_become("t-pool/1", 0));
+	CHECK(t_threads_become("t-pool/0", true, 0));
+	CHECK(t_threads_become("t-pool/1", true, 0));
 
 	/* Made again on the next use. */
 	CHECK_EQ(ibtrs_loop_pool_get(&pool, 2, &again), 0);
