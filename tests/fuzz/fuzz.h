@@ -99,4 +99,13 @@ static inline const uint8_t *fuzz_bytes(struct fuzz_in *in, size_t max,
 	return p;
 }
 
+/* Whether the @len bytes at @p are all zero. */
+static inline bool fuzz_zero(const uint8_t *p, size_t len)
+{
+	while (len--)
+		if (*p++)
+			return false;
+	return true;
+}
+
 #endif /* IBTRS_FUZZ_H */

@@ -16,21 +16,6 @@
 #include "proto.h"
 
 /**
- * zero() - whether @len bytes at @p are all zero
- * @p: the bytes
- * @len: their count
- *
- * Return: true when they are.
- */
-static bool zero(const uint8_t *p, size_t len)
-{
-	while (len--)
-		if (*p++)
-			return false;
-	return true;
-}
-
-/**
  * LLVMFuzzerTestOneInput() - decode one AUTH_REQ
  * @data: the received message
  * @size: its length
@@ -58,9 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(r.identity[i] > ' ' && r.identity[i] < 0x7f &&
 			   r.identity[i] != ':');
 	if (!(r.flags & IBTRS_AUTH_PSK))
-		FUZZ_CHECK(zero(r.proof_psk, sizeof(r.proof_psk)));
+		FUZZ_CHECK(fuzz_zero(r.proof_psk, sizeof(r.proof_psk)));
 	if (!(r.flags & IBTRS_AUTH_JOIN))
-		FUZZ_CHECK(zero(r.proof_sess, sizeof(r.proof_sess)));
+		FUZZ_CHECK(fuzz_zero(r.proof_sess, sizeof(r.proof_sess)));
 
 	ibtrs_auth_req_encode(&m, &r);
 	FUZZ_CHECK(!memcmp(&m, data, sizeof(m)));

@@ -15,21 +15,6 @@
 #include "proto.h"
 
 /**
- * zero() - whether @len bytes at @p are all zero
- * @p: the bytes
- * @len: their count
- *
- * Return: true when they are.
- */
-static bool zero(const uint8_t *p, size_t len)
-{
-	while (len--)
-		if (*p++)
-			return false;
-	return true;
-}
-
-/**
  * LLVMFuzzerTestOneInput() - decode one AUTH_RSP
  * @data: the received message
  * @size: its length
@@ -50,15 +35,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(size == sizeof(m));
 	if (r.err) {
 		FUZZ_CHECK(!r.flags && !r.incarnation);
-		FUZZ_CHECK(zero(r.pub, sizeof(r.pub)) &&
-			   zero(r.proof, sizeof(r.proof)));
+		FUZZ_CHECK(fuzz_zero(r.pub, sizeof(r.pub)) &&
+			   fuzz_zero(r.proof, sizeof(r.proof)));
 	} else {
 		FUZZ_CHECK(r.flags & IBTRS_RSP_INCARNATION);
 		FUZZ_CHECK(!(r.flags &
 			     ~(IBTRS_RSP_INCARNATION | IBTRS_RSP_NEW_SESS)));
 		FUZZ_CHECK(r.incarnation);
 		if (!(r.flags & IBTRS_RSP_NEW_SESS))
-			FUZZ_CHECK(zero(r.pub, sizeof(r.pub)));
+			FUZZ_CHECK(fuzz_zero(r.pub, sizeof(r.pub)));
 	}
 
 	ibtrs_auth_rsp_encode(&m, &r);
@@ -66,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!memcmp(&m, data, sizeof(m)));
 	else
 		FUZZ_CHECK(!memcmp(&m, data, 4) &&
-			   zero((const uint8_t *)&m + 4, sizeof(m) - 4));
+			   fuzz_zero((const uint8_t *)&m + 4, sizeof(m) - 4));
 	memset(&again, 0x5a, sizeof(again));
 	FUZZ_CHECK(!ibtrs_auth_rsp_decode(&m, sizeof(m), &again));
 	FUZZ_CHECK(again.err == r.err && again.flags == r.flags &&
