@@ -106,9 +106,18 @@ IBTRS_CONTROL=1 "$IBTRS" bench --path ip:127.0.0.1 --port "$port" \
 pid=$!
 PIDS+=("$pid")
 wait_threads "$pid" '^ibtrs-clt/' 2 || fail "the long run did not start"
-sleep 1 # every session past its start
-run_bounded 20 "$IBTRS" status --json >"$TMP/st.json" </dev/null ||
-	fail "ibtrs status failed"
+# The sessions open one after the other: 30 s at most for all six.
+for ((i = 0; i < 60; i++)); do
+	run_bounded 20 "$IBTRS" status --json >"$TMP/st.json" </dev/null ||
+		fail "ibtrs status failed"
+	python3 - "$TMP/st.json" "$pid" <<'PY' && break
+import json, sys
+procs = json.load(open(sys.argv[1]))
+me = [p for p in procs if p["pid"] == int(sys.argv[2])]
+sys.exit(0 if len(me) == 1 and len(me[0]["clients"]) == 6 else 1)
+PY
+	sleep 0.5
+done
 python3 - "$TMP/st.json" "$pid" <<'PY' || fail "bad status of the sessions"
 import json, sys
 procs = json.load(open(sys.argv[1]))
