@@ -19,7 +19,8 @@
 #define PL_W 960
 #define PL_H 600
 #define PL_LEFT 80
-#define PL_RIGHT 250 /* room for the legend */
+#define PL_RIGHT 250 /* room for the legend, at the least */
+#define PL_CHAR_W 7  /* a generous width of one legend character */
 #define PL_IOPS_TOP 60
 #define PL_IOPS_H 250
 #define PL_LAT_TOP 360
@@ -128,6 +129,26 @@ static const char *pl_event_kind(const struct ibtrs_event *ev)
 	return NULL;
 }
 
+/*
+ * The picture's width: the plot keeps its size and the legend on its right
+ * gets as much room as its longest label ("path N SRC->DST:PORT") needs.
+ */
+static int pl_width(const struct bench_series *s, const struct bench_res *res)
+{
+	int need = PL_RIGHT;
+	size_t k;
+
+	for (k = 0; k < s->path_cnt && k < res->path_cnt; k++) {
+		size_t len =
+			strlen("path 00 ") +
+			strnlen(res->paths[k].addr, sizeof(res->paths[k].addr));
+		int w = 16 + 26 + (int)len * PL_CHAR_W + 16;
+
+		need = w > need ? w : need;
+	}
+	return PL_W - PL_RIGHT + need;
+}
+
 /**
  * bench_plot_svg() - draw a run as an SVG image
  * @file: where to write it
@@ -152,6 +173,7 @@ int bench_plot_svg(const char *file, const char *title,
 	double tmax = 0, ymax = 0, lmin = 1e30, lmax = 0, step, v, x, y;
 	double lo, hi;
 	size_t i, k;
+	int width = pl_width(s, res);
 	FILE *f;
 
 	f = fopen(file, "w");
@@ -187,7 +209,7 @@ int bench_plot_svg(const char *file, const char *title,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
 		"<text x=\"%d\" y=\"24\" font-size=\"15\">",
-		PL_W, PL_H, PL_W, PL_H, PL_LEFT);
+		width, PL_H, width, PL_H, PL_LEFT);
 	pl_text(f, title, 200);
 	fprintf(f, "</text>\n");
 
