@@ -63,6 +63,8 @@ enum bench_rw {
  * @mbps: data rate of the last interval, 1e6 bytes per second
  * @ops: requests completed since the start
  * @p99_us: 99th percentile latency of the last interval, microseconds
+ * @max_us: longest latency of the last interval (its histogram bucket),
+ *          microseconds
  * @errors: failed requests since the start
  * @verify_failures: reads that returned wrong data since the start
  * @sess: the session (for ibtrs_clt_inject_fault() and the like)
@@ -77,6 +79,7 @@ struct bench_tick {
 	double iops;
 	double mbps;
 	double p99_us;
+	double max_us;
 	uint64_t ops;
 	uint64_t errors;
 	uint64_t verify_failures;
@@ -339,6 +342,7 @@ void bench_sess_p99(const struct bench_res *res, double *median, double *worst);
  * @t: seconds since the start
  * @iops: requests per second over all paths
  * @p99_us: p99 latency of the interval over all paths, 0 for none
+ * @max_us: longest latency of the interval over all paths, 0 for none
  * @path_cnt: valid entries of @path_iops and @path_state
  * @path_iops: per path, requests per second
  * @path_state: per path, its state at the tick
@@ -347,6 +351,7 @@ struct bench_sample {
 	double t;
 	double iops;
 	double p99_us;
+	double max_us;
 	size_t path_cnt;
 	double path_iops[IBTRS_MAX_PATHS];
 	enum ibtrs_path_state path_state[IBTRS_MAX_PATHS];

@@ -52,6 +52,7 @@ void bench_series_add(struct bench_series *s, const struct bench_tick *tick)
 	p->t = tick->elapsed;
 	p->iops = tick->iops;
 	p->p99_us = tick->p99_us;
+	p->max_us = tick->max_us;
 	p->path_cnt = tick->path_cnt;
 	for (i = 0; i < tick->path_cnt && i < IBTRS_MAX_PATHS; i++) {
 		p->path_iops[i] =
@@ -158,8 +159,9 @@ static int pl_width(const struct bench_series *s, const struct bench_res *res)
  *       none are marked)
  *
  * Top: IOPS of every path per interval, one line per path (class
- * "series", data-path the index), and the total. Bottom: the p99 latency
- * of every interval over all paths (class "p99"), on a logarithmic scale
+ * "series", data-path the index), and the total. Bottom: the p99 and the
+ * longest latency of every interval over all paths (classes "p99" and
+ * "max"), on a logarithmic scale
  * so that a failover's stall and the steady state both show. Events are
  * vertical lines across both (class "event", data-kind down, back or
  * fault) with the event's text as their tooltip.
@@ -189,6 +191,10 @@ int bench_plot_svg(const char *file, const char *title,
 		if (p->p99_us > 0) {
 			lmin = p->p99_us < lmin ? p->p99_us : lmin;
 			lmax = p->p99_us > lmax ? p->p99_us : lmax;
+		}
+		if (p->max_us > 0) {
+			lmin = p->max_us < lmin ? p->max_us : lmin;
+			lmax = p->max_us > lmax ? p->max_us : lmax;
 		}
 	}
 	tmax = tmax > 0 ? ceil(tmax) : 1;
@@ -224,7 +230,7 @@ int bench_plot_svg(const char *file, const char *title,
 	fprintf(f, "<text x=\"%d\" y=\"%d\">IOPS per path</text>\n", PL_LEFT,
 		PL_IOPS_TOP - 8);
 	fprintf(f,
-		"<text x=\"%d\" y=\"%d\">p99 latency per interval, all paths (us, log scale)</text>\n",
+		"<text x=\"%d\" y=\"%d\">p99 and longest latency per interval, all paths (us, log scale)</text>\n",
 		PL_LEFT, PL_LAT_TOP - 8);
 	step = pl_step(ymax);
 	for (v = 0; v <= ymax; v += step)
@@ -236,7 +242,7 @@ int bench_plot_svg(const char *file, const char *title,
 	for (v = lo; v <= hi * 1.001; v *= 10)
 		fprintf(f,
 			"<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
-			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n",
 			PL_LEFT, PL_W - PL_RIGHT, PY_LAT(v), PY_LAT(v),
 			PL_LEFT - 6, PY_LAT(v) + 4, v);
 	step = pl_step(tmax);
@@ -300,6 +306,16 @@ int bench_plot_svg(const char *file, const char *title,
 		fprintf(f, "\"/>\n");
 	}
 	fprintf(f,
+		"<polyline class=\"max\" fill=\"none\" stroke=\"#9467bd\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\" points=\"");
+	for (i = 0; i < s->n; i++) {
+		if (s->samples[i].max_us <= 0)
+			continue;
+		x = PX(s->samples[i].t);
+		y = PY_LAT(s->samples[i].max_us);
+		fprintf(f, "%.1f,%.1f ", x, y);
+	}
+	fprintf(f, "\"/>\n");
+	fprintf(f,
 		"<polyline class=\"p99\" fill=\"none\" stroke=\"#333\" stroke-width=\"2\" points=\"");
 	for (i = 0; i < s->n; i++) {
 		if (s->samples[i].p99_us <= 0)
@@ -333,6 +349,14 @@ int bench_plot_svg(const char *file, const char *title,
 		"<text x=\"%.1f\" y=\"%.1f\" fill=\"#ff7f0e\">- - fault injected</text>\n",
 		x, x + 20, y, y, x + 26, y + 4, x, y + 30, x, y + 48, x,
 		y + 66);
+	y = PL_LAT_TOP + 10;
+	fprintf(f,
+		"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"2\"/>"
+		"<text x=\"%.1f\" y=\"%.1f\">p99</text>\n"
+		"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#9467bd\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/>"
+		"<text x=\"%.1f\" y=\"%.1f\">longest</text>\n",
+		x, x + 20, y, y, x + 26, y + 4, x, x + 20, y + 20, y + 20,
+		x + 26, y + 24);
 	fprintf(f, "</svg>\n");
 #undef PX
 #undef PY_IOPS

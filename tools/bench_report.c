@@ -59,6 +59,7 @@ void bench_progress(void *arg, const struct bench_tick *tick)
 		json_fixed(&j, "t", tick->elapsed, 3);
 		json_fixed(&j, "iops", tick->iops, 1);
 		json_fixed(&j, "p99_us", tick->p99_us, 1);
+		json_fixed(&j, "max_us", tick->max_us, 1);
 		json_arr_begin(&j, "paths");
 		for (i = 0; i < tick->path_cnt; i++)
 			json_u64(&j, NULL, tick->path_ops[i]);

@@ -118,6 +118,7 @@ if [ "$JSON" = jq ]; then
 		"$out" >/dev/null || fail "bad policy or event log"
 	jq -se 'length == 2 and all(.[]; (.t | type == "number") and
 		.iops > 0 and .p99_us > 0 and .p99_us < 1e6 and
+		.max_us >= .p99_us and
 		(.paths | length) == 2 and
 		all(.paths[]; . > 0))' "$err" >/dev/null ||
 		fail "bad --interval-json lines"
@@ -132,7 +133,8 @@ ok = (d["policy"] == "round-robin" and d["lost"] == 0 and len(ev) > 0
       and any(e["path"] == -1 and "open" in e["msg"] for e in ev))
 lines = [json.loads(l) for l in open(sys.argv[2])]
 ok = ok and len(lines) == 2 and all(
-    l["iops"] > 0 and 0 < l["p99_us"] < 1e6 and len(l["paths"]) == 2
+    l["iops"] > 0 and 0 < l["p99_us"] < 1e6 and l["max_us"] >= l["p99_us"]
+    and len(l["paths"]) == 2
     and all(p > 0 for p in l["paths"])
     for l in lines)
 sys.exit(0 if ok else 1)

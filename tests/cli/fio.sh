@@ -141,7 +141,17 @@ lines = root.findall(ns + "polyline")
 series = [l for l in lines if l.get("class") == "series"]
 assert sorted(l.get("data-path") for l in series) == ["0", "1"], series
 assert all(len(l.get("points").split()) >= 3 for l in series), "short series"
-assert any(l.get("class") == "p99" for l in lines), "no p99 line"
+p99 = [l for l in lines if l.get("class") == "p99"]
+mx = [l for l in lines if l.get("class") == "max"]
+assert p99, "no p99 line"
+assert mx, "no line of the longest latency"
+# Per second the longest is at or above the p99 (a smaller y; the latency
+# axis is logarithmic, the same for both).
+pts = lambda l: [tuple(map(float, p.split(","))) for p in l.get("points").split()]
+a, b = pts(p99[0]), pts(mx[0])
+assert len(a) == len(b) and len(a) >= 3, (len(a), len(b))
+assert all(abs(pa[0] - pb[0]) < 0.5 and pb[1] <= pa[1] + 0.5
+           for pa, pb in zip(a, b)), list(zip(a, b))
 ev = [l for l in root.findall(ns + "line") if l.get("class") == "event"]
 kinds = {(l.get("data-kind"), l.get("data-path")) for l in ev}
 print("events marked:", sorted(kinds))
