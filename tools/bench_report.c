@@ -226,6 +226,8 @@ static void bench_paths_json(struct json *j, const struct bench_res *res)
 		json_u64(j, "reconnect_attempts", p->st.reconnect_attempts);
 		json_u64(j, "reconnects", p->st.reconnects);
 		json_u64(j, "hb_rtt_us", p->st.hb_rtt_us);
+		json_bool(j, "demoted", p->st.demoted);
+		json_u64(j, "demotions", p->st.demotions);
 		json_obj_begin(j, "lat_us");
 		json_u64(j, "p50", p->st.lat_p50_us);
 		json_u64(j, "p99", p->st.lat_p99_us);
@@ -463,8 +465,12 @@ void bench_print_table(const struct bench_cfg *cfg, const struct bench_res *res)
 	       "ops", "failovers", "reconnects", "p99 us", "max us");
 	for (i = 0; i < res->path_cnt; i++) {
 		p = &res->paths[i];
+		/* Connected but sick: the status table's "demoted!". */
 		printf("%-40s %-14s %12llu %9llu %10llu %10llu %10llu\n",
-		       p->addr, ibtrs_path_state_str(p->st.state),
+		       p->addr,
+		       p->st.demoted && p->st.state == IBTRS_PATH_CONNECTED
+			       ? "demoted"
+			       : ibtrs_path_state_str(p->st.state),
 		       (unsigned long long)(p->st.rd_ops + p->st.wr_ops),
 		       (unsigned long long)p->st.failovers,
 		       (unsigned long long)p->st.reconnects,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # bench.sh - "ibtrs server" + "ibtrs bench --verify --json" over two
 # loopback paths, for randwrite, randread and randrw with 4 KiB and 128 KiB requests;
-# at the end a run where nothing completes (the report says n/a).
+# a path slowed by a fault shows "demoted" in the table; at the end a run
+# where nothing completes (the report says n/a).
 # Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
@@ -194,6 +195,31 @@ sys.exit(0 if ok else 1)
 PY
 	fi
 done
+
+# A path slowed by an injected delay is demoted: the table's state column
+# says "demoted" for it once the library has demoted it (polled on the
+# control socket, 30 s at most), then SIGINT ends the run.
+out=$TMP/demoted.out
+IBTRS_FAULT=1:delay=20 "$IBTRS" bench --path ip:127.0.0.1 \
+	--path ip:127.0.0.2,ip:127.0.0.1 --port "$port" --qd 32 --time 120 \
+	--quiet >"$out" 2>"$TMP/demoted.err" &
+bpid=$!
+PIDS+=("$bpid")
+for ((i = 0; i < 300; i++)); do
+	run_bounded 20 "$IBTRS" status --json --pid "$bpid" 2>/dev/null |
+		grep -q '"demoted": *true' && break
+	kill -0 "$bpid" 2>/dev/null || break
+	sleep 0.1
+done
+kill -INT "$bpid" 2>/dev/null
+wait "$bpid"
+rc=$?
+cat "$out"
+[ "$rc" -eq 0 ] || fail "bench with a slowed path exited with $rc: $(cat "$TMP/demoted.err")"
+grep -Eq '^127\.0\.0\.2->127\.0\.0\.1:[0-9]+ +demoted ' "$out" ||
+	fail "the table does not mark the slowed path demoted"
+grep -Eq '^127\.0\.0\.1:[0-9]+ +connected ' "$out" ||
+	fail "the table does not show the healthy path connected"
 stop_server "$SRV_PID"
 
 # A null target (nothing stored) with busy polling on both ends and two

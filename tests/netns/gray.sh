@@ -279,6 +279,11 @@ else:
         fail("path 1 was not re-admitted after the limit was lifted")
     else:
         print(f"slow: re-admitted {re - t_lift:.2f} s after the limit was lifted")
+# The bench's own result counts the demotion of path 1.
+dems = [p.get("demotions") for p in d["paths"]]
+print(f"slow: demotions per path in the bench's result {dems}")
+if len(dems) != 2 or not dems[1] or dems[0]:
+    fail("the bench's result does not count path 1's demotion")
 print(f"slow: {d['mbps']:.2f} MB/s overall, requests per path "
       f"{[p['ops'] for p in d['paths']]}")
 sys.exit(0 if ok else 1)
