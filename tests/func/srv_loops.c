@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/*
+ * srv_loops.c - a server context on several loop threads
+ * (ibtrs_srv_opts.loop_threads): LOOPS (3) loops "ibtrs-srv/<i>", SESS_N
+ * (12) sessions of two paths each, and one of a single path. Every
+ * request of a session must run on one loop thread (the rdma_ev thread's
+ * name is recorded per session), and the sessions must be spread over
+ * all three. A path of a session is disconnected and reconnected, which
+ * hands its new connections over to the session's loop: its requests
+ * still run there, on the reconnected path alone. The single-path session
+ * reconnects its only path with no grace on the server: its old session
+ * ends and the reconnect makes a new one, placed anew. Then the sessions
+ * close in random
+ * order, the others still working after each close, and the server ends
+ * with its loop threads.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test.h"
+
+#define LOOPS 3
+#define SESS_N 12
+#define IO_LEN 4096
+#define ROUNDS 3
+#define NAME_LEN 32
+
+static struct h_srv srv;
+static struct ibtrs_clt *sess[SESS_N + 1];
+
+/* Per session, by the index in its name: the loop its requests ran on. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen[SESS_N + 1][NAME_LEN];
+static unsigned int seen_bad; /* a request of a session on another loop */
+
+static int loops_rdma_ev(struct ibtrs_srv *s, void *priv,
+			 struct ibtrs_srv_op *id, int dir, void *data,
+			 size_t datalen, const void *usr, size_t usrlen)
+{
+	struct h_sess *hs = priv;
+	char comm[NAME_LEN] = "";
+	unsigned int i;
+
+	prctl(PR_GET_NAME, comm);
+	if (hs && sscanf(hs->name, "loops-%u", &i) == 1 && i <= SESS_N) {
+		pthread_mutex_lock(&seen_lock);
+		if (!seen[i][0])
+			snprintf(seen[i], sizeof(seen[i]), "%s", comm);
+		else if (strcmp(seen[i], comm))
+			seen_bad++;
+		pthread_mutex_unlock(&seen_lock);
+	}
+	return h_srv_rdma_ev(s, priv, id, dir, data, datalen, usr, usrlen);
+}
+
+static void start_server(unsigned int loops)
+{
+	struct ibtrs_srv_opts o;
+
+	memset(&srv, 0, sizeof(srv));
+	pthread_mutex_init(&srv.lock, NULL);
+	t_cond_init(&srv.cond);
+	h_cur_srv = &srv;
+	ibtrs_srv_opts_init(&o, sizeof(o));
+	o.port = 0; /* every address: the paths go to 127.0.0.1 and .2 */
+	o.queue_depth = 16;
+	o.sess_grace_ms = 0;
+	o.loop_threads = loops;
+	o.rdma_ev = loops_rdma_ev;
+	o.link_ev = h_srv_link_ev;
+	srv.ctx = ibtrs_srv_open_opts(&o);
+	CHECK(srv.ctx);
+	srv.port = ibtrs_srv_get_port(srv.ctx);
+	CHECK(srv.port);
+}
+
+/* A verified WRITE and READ back of session @i's pattern of round @r. */
+static void write_read(unsigned int i, unsigned int r)
+{
+	char wbuf[IO_LEN], rbuf[IO_LEN];
+	struct ibtrs_tag *tag;
+
+	tag = ibtrs_clt_get_tag(sess[i], IBTRS_IO_CON, IBTRS_TAG_WAIT);
+	CHECK(tag);
+	h_fill(wbuf, sizeof(wbuf), 1000 * r + i);
+	memset(rbuf, 0, sizeof(rbuf));
+	CHECK_EQ(h_io(sess[i], tag, IBTRS_WRITE, wbuf, sizeof(wbuf),
+		      (uint64_t)r * IO_LEN, 1),
+		 0);
+	CHECK_EQ(h_io(sess[i], tag, IBTRS_READ, rbuf, sizeof(rbuf),
+		      (uint64_t)r * IO_LEN, 2),
+		 0);
+	CHECK(!memcmp(wbuf, rbuf, sizeof(rbuf)));
+	ibtrs_clt_put_tag(sess[i], tag);
+}
+
+/* The loop session @i's requests ran on, "" if none yet. */
+static void seen_of(unsigned int i, char *out)
+{
+	pthread_mutex_lock(&seen_lock);
+	memcpy(out, seen[i], NAME_LEN);
+	pthread_mutex_unlock(&seen_lock);
+}
+
+/* Until session @name is connected on the server @n times, at most 10 s. */
+static bool wait_connected(const char *name, unsigned int n)
+{
+	double deadline = t_now() + 10.0;
+
+	while (h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, name) < n &&
+	       t_now() < deadline)
+		usleep(1000);
+	return h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, name) >= n;
+}
+
+int main(void)
+{
+	const char *backend = getenv("IBTRS_BACKEND");
+	unsigned int order[SESS_N + 1], per_loop[LOOPS] = { 0 };
+	unsigned long long seed = (unsigned long long)getpid();
+	char name[NAME_LEN], before[NAME_LEN], after[NAME_LEN];
+	struct ibtrs_srv_opts bad;
+	unsigned int i, j, k, r;
+
+	t_watchdog(240);
+	setenv("IBTRS_CONTROL", "0", 1);
+	ibtrs_srv_opts_init(&bad, sizeof(bad));
+	bad.rdma_ev = loops_rdma_ev;
+	bad.port = 0;
+	bad.loop_threads = IBTRS_SRV_MAX_LOOPS + 1;
+	CHECK(!ibtrs_srv_open_opts(&bad) && errno == EINVAL);
+
+	start_server(LOOPS);
+	if (backend && !strcmp(backend, "ofi")) {
+		/* It cannot move connections: one loop, said in the log. */
+		CHECK(t_threads_become("ibtrs-srv", true, 1));
+		printf("SKIP: the ofi backend runs one server loop\n");
+		ibtrs_srv_close(srv.ctx);
+		return T_SKIP;
+	}
+	/* Each thread names itself when it starts. */
+	CHECK(t_threads_become("ibtrs-srv/", false, LOOPS));
+	CHECK_EQ(t_threads("ibtrs-srv", true), 0);
+
+	for (i = 0; i <= SESS_N; i++) {
+		snprintf(name, sizeof(name), "loops-%u", i);
+		/* The last one has a single path. */
+		sess[i] = h_clt_open(name, srv.port, i < SESS_N ? 2 : 1, 0,
+				     NULL, NULL);
+	}
+	for (r = 0; r < ROUNDS; r++)
+		for (i = 0; i <= SESS_N; i++)
+			write_read(i, r);
+
+	/* Each session on one loop, and every loop carries sessions. */
+	for (i = 0; i <= SESS_N; i++) {
+		seen_of(i, name);
+		CHECK(!strncmp(name, "ibtrs-srv/", 10));
+		k = (unsigned int)atoi(name + 10);
+		CHECK(k < LOOPS);
+		per_loop[k]++;
+	}
+	printf("%u sessions on %u server loops:", SESS_N + 1, LOOPS);
+	for (k = 0; k < LOOPS; k++) {
+		printf(" %u", per_loop[k]);
+		CHECK(per_loop[k] > 0);
+	}
+	printf("\n");
+	CHECK_EQ(seen_bad, 0);
+
+	/*
+	 * Path 0 of session 5 down, path 1 reconnected: its new connections
+	 * join on the session's loop, and carry the requests alone.
+	 */
+	seen_of(5, before);
+	CHECK_EQ(ibtrs_clt_disconnect_path(sess[5], 0), 0);
+	CHECK_EQ(ibtrs_clt_reconnect_path(sess[5], 1), 0);
+	for (r = 0; r < ROUNDS; r++)
+		write_read(5, ROUNDS + r);
+	CHECK_EQ(ibtrs_clt_reconnect_path(sess[5], 0), 0);
+	write_read(5, 2 * ROUNDS);
+	seen_of(5, after);
+	printf("session 5 after its reconnects: %s (before: %s)\n", after,
+	       before);
+	CHECK(!strcmp(before, after));
+	CHECK_EQ(seen_bad, 0);
+
+	/*
+	 * The single path of the last session reconnected: with no grace
+	 * the old session ends, and the reconnect makes a new one.
+	 */
+	snprintf(name, sizeof(name), "loops-%u", SESS_N);
+	CHECK(ibtrs_clt_reconnect_path(sess[SESS_N], 0) == 0);
+	CHECK(wait_connected(name, 2));
+	pthread_mutex_lock(&seen_lock);
+	seen[SESS_N][0] = '\0'; /* the new session may be on another loop */
+	pthread_mutex_unlock(&seen_lock);
+	write_read(SESS_N, 2 * ROUNDS);
+
+	/* Random order; the rest still works after every close. */
+	for (i = 0; i <= SESS_N; i++)
+		order[i] = i;
+	for (i = SESS_N; i > 0; i--) {
+		unsigned int t;
+
+		j = (unsigned int)(t_rand(&seed) % (i + 1));
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i <= SESS_N; i++) {
+		ibtrs_clt_close(sess[order[i]]);
+		sess[order[i]] = NULL;
+		if (i == SESS_N)
+			break;
+		k = order[i + 1 + (unsigned int)(t_rand(&seed) % (SESS_N - i))];
+		write_read(k, 2 * ROUNDS + 1);
+	}
+	CHECK_EQ(seen_bad, 0);
+	h_srv_stop(&srv);
+	CHECK(t_threads_become("ibtrs-srv/", false, 0));
+	CHECK_EQ(atomic_load(&srv.nr_connected),
+		 atomic_load(&srv.nr_disconnected));
+	return 0;
+}
