@@ -5,12 +5,12 @@
  * (12) sessions of two paths each, and one of a single path. Every
  * request of a session must run on one loop thread (the rdma_ev thread's
  * name is recorded per session), and the sessions must be spread over
- * all three. A path of a session is disconnected and reconnected, which
- * hands its new connections over to the session's loop: its requests
- * still run there, on the reconnected path alone. The single-path session
- * reconnects its only path with no grace on the server: its old session
- * ends and the reconnect makes a new one, placed anew. Then the sessions
- * close in random
+ * all three. A path of a session is reconnected while its other path
+ * holds the session, which hands the new connections over to the
+ * session's loop; with the other path down its requests still run there,
+ * on the reconnected path alone. The single-path session reconnects its
+ * only path: the server keeps the session in its grace period, and the
+ * reconnect joins it on its loop again. Then the sessions close in random
  * order, the others still working after each close, and the server ends
  * with its loop threads.
  */
@@ -69,7 +69,6 @@ static void start_server(unsigned int loops)
 	ibtrs_srv_opts_init(&o, sizeof(o));
 	o.port = 0; /* every address: the paths go to 127.0.0.1 and .2 */
 	o.queue_depth = 16;
-	o.sess_grace_ms = 0;
 	o.loop_threads = loops;
 	o.rdma_ev = loops_rdma_ev;
 	o.link_ev = h_srv_link_ev;
@@ -105,17 +104,6 @@ static void seen_of(unsigned int i, char *out)
 	pthread_mutex_lock(&seen_lock);
 	memcpy(out, seen[i], NAME_LEN);
 	pthread_mutex_unlock(&seen_lock);
-}
-
-/* Until session @name is connected on the server @n times, at most 10 s. */
-static bool wait_connected(const char *name, unsigned int n)
-{
-	double deadline = t_now() + 10.0;
-
-	while (h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, name) < n &&
-	       t_now() < deadline)
-		usleep(1000);
-	return h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, name) >= n;
 }
 
 int main(void)
@@ -174,12 +162,13 @@ int main(void)
 	CHECK_EQ(seen_bad, 0);
 
 	/*
-	 * Path 0 of session 5 down, path 1 reconnected: its new connections
-	 * join on the session's loop, and carry the requests alone.
+	 * Path 1 of session 5 reconnected while path 0 holds the session:
+	 * its new connections join on the session's loop. Then path 0 down:
+	 * the reconnected path carries the requests alone.
 	 */
 	seen_of(5, before);
-	CHECK_EQ(ibtrs_clt_disconnect_path(sess[5], 0), 0);
 	CHECK_EQ(ibtrs_clt_reconnect_path(sess[5], 1), 0);
+	CHECK_EQ(ibtrs_clt_disconnect_path(sess[5], 0), 0);
 	for (r = 0; r < ROUNDS; r++)
 		write_read(5, ROUNDS + r);
 	CHECK_EQ(ibtrs_clt_reconnect_path(sess[5], 0), 0);
@@ -188,19 +177,23 @@ int main(void)
 	printf("session 5 after its reconnects: %s (before: %s)\n", after,
 	       before);
 	CHECK(!strcmp(before, after));
+	CHECK_EQ(h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, "loops-5"),
+		 1);
 	CHECK_EQ(seen_bad, 0);
 
 	/*
-	 * The single path of the last session reconnected: with no grace
-	 * the old session ends, and the reconnect makes a new one.
+	 * The single path of the last session reconnected: the session
+	 * waits in its grace period, and the path joins it again there, the
+	 * same session (one CONNECTED) on the same loop.
 	 */
 	snprintf(name, sizeof(name), "loops-%u", SESS_N);
-	CHECK(ibtrs_clt_reconnect_path(sess[SESS_N], 0) == 0);
-	CHECK(wait_connected(name, 2));
-	pthread_mutex_lock(&seen_lock);
-	seen[SESS_N][0] = '\0'; /* the new session may be on another loop */
-	pthread_mutex_unlock(&seen_lock);
+	seen_of(SESS_N, before);
+	CHECK_EQ(ibtrs_clt_reconnect_path(sess[SESS_N], 0), 0);
 	write_read(SESS_N, 2 * ROUNDS);
+	seen_of(SESS_N, after);
+	CHECK(!strcmp(before, after));
+	CHECK_EQ(h_srv_count_ev(&srv, IBTRS_SRV_LINK_EV_CONNECTED, name), 1);
+	CHECK_EQ(seen_bad, 0);
 
 	/* Random order; the rest still works after every close. */
 	for (i = 0; i <= SESS_N; i++)
