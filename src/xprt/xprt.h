@@ -283,7 +283,8 @@ struct ibtrs_xprt_ops {
 	 * is watched there and delivers everything (what arrived meanwhile
 	 * too) on @loop from then on; with an error it is stopped as by
 	 * disconnect(), without an err() call. Between the call and @done no
-	 * completion or err() is delivered; posts may still be made. Return:
+	 * completion or err() is delivered; posts may still be made, but the
+	 * connection is neither disconnected nor destroyed. Return:
 	 * 0 and @done will run, or an error (nothing moved). With @con NULL it
 	 * only tells whether the backend can move: -EINVAL if it can, the
 	 * stub's -EOPNOTSUPP if not.

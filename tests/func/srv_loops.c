@@ -108,7 +108,6 @@ static void seen_of(unsigned int i, char *out)
 
 int main(void)
 {
-	const char *backend = getenv("IBTRS_BACKEND");
 	unsigned int order[SESS_N + 1], per_loop[LOOPS] = { 0 };
 	unsigned long long seed = (unsigned long long)getpid();
 	char name[NAME_LEN], before[NAME_LEN], after[NAME_LEN];
@@ -124,13 +123,6 @@ int main(void)
 	CHECK(!ibtrs_srv_open_opts(&bad) && errno == EINVAL);
 
 	start_server(LOOPS);
-	if (backend && !strcmp(backend, "ofi")) {
-		/* It cannot move connections: one loop, said in the log. */
-		CHECK(t_threads_become("ibtrs-srv", true, 1));
-		printf("SKIP: the ofi backend runs one server loop\n");
-		ibtrs_srv_close(srv.ctx);
-		return T_SKIP;
-	}
 	/* Each thread names itself when it starts. */
 	CHECK(t_threads_become("ibtrs-srv/", false, LOOPS));
 	CHECK_EQ(t_threads("ibtrs-srv", true), 0);
