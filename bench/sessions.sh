@@ -23,7 +23,8 @@
 # after the other), LOOPS (empty: the tool's default; else --loops),
 # SRV_LOOPS (empty: the server's default; else the server's --loops, or
 # several values, e.g. "1 2": one table each, one after the other in
-# every run, so that they compare within the run).
+# every run, so that they compare within the run; every other run takes
+# them in the reverse order, so that neither always comes first).
 #
 # Exit status: 0, 1 when a run failed, 2 usage.
 set -u
@@ -206,7 +207,7 @@ table() {
 		--stats-file "$tmp/stats.json" >"$tmp/srv.out" 2>&1 &
 	srv_pid=$!
 	for i in $(seq 100); do
-		grep -q "listening on port" "$tmp/srv.out" && break
+		grep -qs "listening on port" "$tmp/srv.out" && break
 		sleep 0.1
 	done
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$tmp/srv.out")
@@ -223,12 +224,14 @@ table() {
 	srv_pid=
 }
 
+# run N: the tables of run N, then the idle sessions' RSS
 run() {
-	local l
+	local l order=$SRV_LOOPS
+	[ $(($1 % 2)) -eq 0 ] && order=$(echo $SRV_LOOPS | tr ' ' '\n' | tac)
 	if [ -z "$SRV_LOOPS" ]; then
 		table || return 1
 	else
-		for l in $SRV_LOOPS; do
+		for l in $order; do
 			table "$l" || return 1
 		done
 	fi
@@ -240,5 +243,5 @@ run() {
 
 for r in $(seq "$RUNS"); do
 	[ "$RUNS" -gt 1 ] && echo "run $r of $RUNS"
-	run || exit 1
+	run "$r" || exit 1
 done
