@@ -544,7 +544,7 @@ enum ibtrs_tls_mode {
  *                the one with the fewest sessions, and all of it (its
  *                paths, requests, heartbeats) runs there. A backend that
  *                cannot move a connection between loops runs one, and
- *                says so in the log (ibtrs(7), "Threads")
+ *                says so in the log (ibtrs(7), "Threads and callbacks")
  */
 #define IBTRS_SRV_MAX_LOOPS 64
 

@@ -848,7 +848,7 @@ void usage_server(FILE *f)
 		"      --loops N            loop threads, 1..%u (default 1): the first\n"
 		"                           also accepts and authenticates; each\n"
 		"                           session runs on the one that had the\n"
-		"                           fewest when it was made (tcp only)\n"
+		"                           fewest when it was made\n"
 		"      --stats-file PATH    write the counters as JSON to PATH every\n"
 		"                           %u ms and at exit (atomically)\n"
 		"      --export NAME=PATH   serve the regular file or block device PATH\n"
