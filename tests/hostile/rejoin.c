@@ -6,16 +6,64 @@
  * handed over to that loop, goes back to the listener's loop for a new
  * session (srv.c, srv_rejoin()). The client must get a new incarnation
  * and a working session; the old one must end (one DISCONNECTED each).
- * Several rounds, so that sessions land on both loops; the good session
- * goes on meanwhile.
+ * Several rounds, so that sessions land on both loops (the status walk,
+ * srv_ctl_walk(), tells each session's loop); the good session goes on
+ * meanwhile, on the listener's loop.
  */
+#include "srv.h"
+
 #include "hostile.h"
 
 #define ROUNDS 6
 
+/* Loops of the sessions named "atk-rejoin", and of the good session. */
+struct loops_view {
+	unsigned int atk_mask;
+	unsigned int nr_atk;
+	int good_loop;
+};
+
+static void view_sess(void *arg, const struct srv_ctl_sess *s)
+{
+	struct loops_view *v = arg;
+
+	CHECK(s->loop < 2);
+	if (!strcmp(s->sessname, "good")) {
+		v->good_loop = (int)s->loop;
+	} else if (!strcmp(s->sessname, "atk-rejoin")) {
+		v->atk_mask |= 1u << s->loop;
+		v->nr_atk++;
+	}
+}
+
+static void view_nop(void *arg, const struct srv_ctl_path *p)
+{
+	(void)arg, (void)p;
+}
+
+static void view_end(void *arg)
+{
+	(void)arg;
+}
+
+static void loops_view(struct loops_view *v)
+{
+	struct srv_ctl_walker w = {
+		.sess = view_sess,
+		.path = view_nop,
+		.sess_end = view_end,
+		.arg = v,
+	};
+
+	memset(v, 0, sizeof(*v));
+	v->good_loop = -1;
+	srv_ctl_walk(srv.ctx, &w);
+}
+
 static void case_replace_last_path(void)
 {
-	unsigned int r;
+	struct loops_view v;
+	unsigned int r, mask = 0;
 
 	for (r = 0; r < ROUNDS; r++) {
 		int conn = atomic_load(&srv.atk_conn);
@@ -36,8 +84,15 @@ static void case_replace_last_path(void)
 		atk_recv_info(&a, 0);
 		atk_ping(&a, 0, 1);
 		CHECK_EQ(atomic_load(&srv.atk_conn), conn + 2);
+		/* The new session alone: the old one is gone. */
+		loops_view(&v);
+		CHECK_EQ(v.nr_atk, 1);
+		CHECK_EQ(v.good_loop, 0);
+		mask |= v.atk_mask;
 		atk_close(&a);
 	}
+	printf("replaced sessions ran on loops mask %#x\n", mask);
+	CHECK_EQ(mask, 3u);
 }
 
 static const struct hcase cases[] = {
