@@ -12,9 +12,12 @@
  * only path: the server keeps the session in its grace period, and the
  * reconnect joins it on its loop again. Then the sessions close in random
  * order, the others still working after each close, and the server ends
- * with its loop threads.
+ * with its loop threads. All of it twice: in plaintext, then (tcp, with
+ * GnuTLS) over TLS with pre-shared keys, whose connections carry their
+ * record layer over to the session's loop.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 #define IO_LEN 4096
 #define ROUNDS 3
 #define NAME_LEN 32
+#define KEY "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 
 static struct h_srv srv;
 static struct ibtrs_clt *sess[SESS_N + 1];
@@ -58,6 +62,36 @@ static int loops_rdma_ev(struct ibtrs_srv *s, void *priv,
 	return h_srv_rdma_ev(s, priv, id, dir, data, datalen, usr, usrlen);
 }
 
+/* The key files of the TLS pass: "" in plaintext. */
+static char key_dir[64], key_srv[128], key_clt[128];
+
+static void write_key(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void make_keys(void)
+{
+	snprintf(key_dir, sizeof(key_dir), "/tmp/ibtrs-srvloops-XXXXXX");
+	CHECK(mkdtemp(key_dir));
+	snprintf(key_srv, sizeof(key_srv), "%s/server.psk", key_dir);
+	snprintf(key_clt, sizeof(key_clt), "%s/client.psk", key_dir);
+	write_key(key_srv, "alice:" KEY "\n");
+	write_key(key_clt, "alice:" KEY "\n");
+}
+
+static void remove_keys(void)
+{
+	unlink(key_srv);
+	unlink(key_clt);
+	rmdir(key_dir);
+	key_srv[0] = key_clt[0] = '\0';
+}
+
 static void start_server(unsigned int loops)
 {
 	struct ibtrs_srv_opts o;
@@ -72,10 +106,53 @@ static void start_server(unsigned int loops)
 	o.loop_threads = loops;
 	o.rdma_ev = loops_rdma_ev;
 	o.link_ev = h_srv_link_ev;
+	if (key_srv[0]) {
+		o.backend = "tcp";
+		o.tls = IBTRS_TLS_REQUIRE;
+		o.tls_psk_file = key_srv;
+	}
 	srv.ctx = ibtrs_srv_open_opts(&o);
 	CHECK(srv.ctx);
 	srv.port = ibtrs_srv_get_port(srv.ctx);
 	CHECK(srv.port);
+}
+
+/* Session @name over @n paths (127.0.0.1, .2), with TLS in that pass. */
+static struct ibtrs_clt *open_sess(const char *name, unsigned int n)
+{
+	struct sockaddr_storage src[2], dst[2];
+	struct ibtrs_addr paths[2];
+	struct ibtrs_clt_opts o;
+	struct ibtrs_clt *s;
+	char a[32];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		paths[i].src = &src[i];
+		paths[i].dst = &dst[i];
+		snprintf(a, sizeof(a), "ip:127.0.0.%u", i + 1);
+		CHECK_EQ(ibtrs_addr_to_sockaddr(a, strlen(a), srv.port,
+						&paths[i]),
+			 0);
+	}
+	ibtrs_clt_opts_init(&o, sizeof(o));
+	o.sessname = name;
+	o.paths = paths;
+	o.path_cnt = n;
+	o.port = srv.port;
+	o.connect_timeout_ms = 30000;
+	if (key_clt[0]) {
+		o.backend = "tcp";
+		o.tls = IBTRS_TLS_REQUIRE;
+		o.tls_psk_file = key_clt;
+	}
+	s = ibtrs_clt_open_opts(&o);
+	if (!s) {
+		fprintf(stderr, "cannot open session %s: %s\n", name,
+			strerror(errno));
+		exit(1);
+	}
+	return s;
 }
 
 /* A verified WRITE and READ back of session @i's pattern of round @r. */
@@ -106,22 +183,15 @@ static void seen_of(unsigned int i, char *out)
 	pthread_mutex_unlock(&seen_lock);
 }
 
-int main(void)
+static void scenario(void)
 {
 	unsigned int order[SESS_N + 1], per_loop[LOOPS] = { 0 };
 	unsigned long long seed = (unsigned long long)getpid();
 	char name[NAME_LEN], before[NAME_LEN], after[NAME_LEN];
-	struct ibtrs_srv_opts bad;
 	unsigned int i, j, k, r;
 
-	t_watchdog(240);
-	setenv("IBTRS_CONTROL", "0", 1);
-	ibtrs_srv_opts_init(&bad, sizeof(bad));
-	bad.rdma_ev = loops_rdma_ev;
-	bad.port = 0;
-	bad.loop_threads = IBTRS_SRV_MAX_LOOPS + 1;
-	CHECK(!ibtrs_srv_open_opts(&bad) && errno == EINVAL);
-
+	memset(seen, 0, sizeof(seen));
+	seen_bad = 0;
 	start_server(LOOPS);
 	/* Each thread names itself when it starts. */
 	CHECK(t_threads_become("ibtrs-srv/", false, LOOPS));
@@ -130,8 +200,7 @@ int main(void)
 	for (i = 0; i <= SESS_N; i++) {
 		snprintf(name, sizeof(name), "loops-%u", i);
 		/* The last one has a single path. */
-		sess[i] = h_clt_open(name, srv.port, i < SESS_N ? 2 : 1, 0,
-				     NULL, NULL);
+		sess[i] = open_sess(name, i < SESS_N ? 2 : 1);
 	}
 	for (r = 0; r < ROUNDS; r++)
 		for (i = 0; i <= SESS_N; i++)
@@ -145,7 +214,8 @@ int main(void)
 		CHECK(k < LOOPS);
 		per_loop[k]++;
 	}
-	printf("%u sessions on %u server loops:", SESS_N + 1, LOOPS);
+	printf("%s: %u sessions on %u server loops:",
+	       key_srv[0] ? "tls" : "plaintext", SESS_N + 1, LOOPS);
 	for (k = 0; k < LOOPS; k++) {
 		printf(" %u", per_loop[k]);
 		CHECK(per_loop[k] > 0);
@@ -211,5 +281,37 @@ int main(void)
 	CHECK(t_threads_become("ibtrs-srv/", false, 0));
 	CHECK_EQ(atomic_load(&srv.nr_connected),
 		 atomic_load(&srv.nr_disconnected));
+	h_cur_srv = NULL;
+}
+
+#ifdef IBTRS_HAVE_TLS
+static const bool have_tls = true;
+#else
+static const bool have_tls = false;
+#endif
+
+int main(void)
+{
+	const char *backend = getenv("IBTRS_BACKEND");
+	struct ibtrs_srv_opts bad;
+
+	t_watchdog(240);
+	setenv("IBTRS_CONTROL", "0", 1);
+	ibtrs_srv_opts_init(&bad, sizeof(bad));
+	bad.rdma_ev = loops_rdma_ev;
+	bad.port = 0;
+	bad.loop_threads = IBTRS_SRV_MAX_LOOPS + 1;
+	CHECK(!ibtrs_srv_open_opts(&bad) && errno == EINVAL);
+
+	scenario();
+	/* TLS is the tcp backend's. */
+	if (!have_tls || (backend && *backend && strcmp(backend, "tcp"))) {
+		printf("TLS pass skipped (%s)\n",
+		       have_tls ? "not the tcp backend" : "no GnuTLS");
+		return 0;
+	}
+	make_keys();
+	scenario();
+	remove_keys();
 	return 0;
 }
