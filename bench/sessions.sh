@@ -20,7 +20,11 @@
 # Environment: LAYOUTS ("1x1 2x4 4x16 64x1 8x32": 1, 8, 64, 64 and 256
 # sessions; 64x1 is one process a session, as the tool had to before),
 # QD_TOTAL (64), WINDOW (3), IDLE (1000), RUNS (1: tables printed one
-# after the other), LOOPS (empty: the tool's default; else --loops).
+# after the other), LOOPS (empty: the tool's default; else --loops),
+# SRV_LOOPS (empty: the server's default; else the server's --loops, or
+# several values, e.g. "1 2": one table each, one after the other in
+# every run, so that they compare within the run; every other run takes
+# them in the reverse order, so that neither always comes first).
 #
 # Exit status: 0, 1 when a run failed, 2 usage.
 set -u
@@ -33,10 +37,19 @@ bin=$1/ibtrs
 holder=$1/tests/func_sessions
 LAYOUTS=${LAYOUTS:-"1x1 2x4 4x16 64x1 8x32"}
 LOOPS=${LOOPS:-}
+SRV_LOOPS=${SRV_LOOPS:-}
 QD_TOTAL=${QD_TOTAL:-64}
 WINDOW=${WINDOW:-3}
 IDLE=${IDLE:-1000}
 RUNS=${RUNS:-1}
+for l in $SRV_LOOPS; do
+	case $l in
+	*[!0-9]* | 0) ;;
+	*) continue ;;
+	esac
+	echo "$0: bad value '$l' in SRV_LOOPS: server loop threads, e.g. 2" >&2
+	exit 2
+done
 for l in $LAYOUTS; do
 	case $l in
 	[1-9]*x[1-9]*) [ -z "${l//[0-9x]/}" ] && continue ;;
@@ -178,7 +191,11 @@ one_row() {
 	wait_for 0
 }
 
-run() {
+# table [SRV-LOOPS]: a server (with --loops SRV-LOOPS if given), every
+# layout, the server ended
+table() {
+	local sargs=()
+	[ -n "${1:-}" ] && sargs=(--loops "$1")
 	# The last run's output must not be read for this one's port.
 	rm -f "$tmp/srv.out" "$tmp"/c*.err
 	# Every client comes from 127.0.0.1: one client as the server's
@@ -186,16 +203,16 @@ run() {
 	# this stands for many client hosts.
 	"$bin" server --null -p 0 -l ip:127.0.0.1 -q -d 64 \
 		--max-sessions-per-client 4096 --max-cons-per-client 16384 \
-		--max-handshakes-per-client 1024 \
+		--max-handshakes-per-client 1024 "${sargs[@]}" \
 		--stats-file "$tmp/stats.json" >"$tmp/srv.out" 2>&1 &
 	srv_pid=$!
 	for i in $(seq 100); do
-		grep -q "listening on port" "$tmp/srv.out" && break
+		grep -qs "listening on port" "$tmp/srv.out" && break
 		sleep 0.1
 	done
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$tmp/srv.out")
 	[ -n "$port" ] || { cat "$tmp/srv.out" >&2; return 1; }
-	echo "server: ibtrs server --null, queue depth 64; clients: 4 KiB random reads, $QD_TOTAL in flight in all (1 at least a session), window ${WINDOW} s"
+	echo "server: ibtrs server --null, queue depth 64${1:+, $1 loop threads}; clients: 4 KiB random reads, $QD_TOTAL in flight in all (1 at least a session), window ${WINDOW} s"
 	printf "%8s %6s %6s %10s %6s %9s %9s %10s %10s\n" sessions PxS \
 		qd/sess IOPS ratio "p99 med" "p99 max" "RSS MiB" "us/req"
 	base_iops=
@@ -205,6 +222,19 @@ run() {
 	kill "$srv_pid"
 	wait "$srv_pid" 2>/dev/null
 	srv_pid=
+}
+
+# run N: the tables of run N, then the idle sessions' RSS
+run() {
+	local l order=$SRV_LOOPS
+	[ $(($1 % 2)) -eq 0 ] && order=$(echo $SRV_LOOPS | tr ' ' '\n' | tac)
+	if [ -z "$SRV_LOOPS" ]; then
+		table || return 1
+	else
+		for l in $order; do
+			table "$l" || return 1
+		done
+	fi
 	if [ -x "$holder" ] && [ "$IDLE" -gt 0 ]; then
 		IBTRS_SESSIONS_N=$IDLE IBTRS_SESSIONS_IO=0 \
 			IBTRS_SESSIONS_QD=128 "$holder" | grep "sessions of"
@@ -213,5 +243,5 @@ run() {
 
 for r in $(seq "$RUNS"); do
 	[ "$RUNS" -gt 1 ] && echo "run $r of $RUNS"
-	run || exit 1
+	run "$r" || exit 1
 done

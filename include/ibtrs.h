@@ -538,7 +538,16 @@ enum ibtrs_tls_mode {
  * @handshake_timeout_ms: a connection whose handshake has not finished
  *                        after this long is closed (default 5000; 0: the
  *                        default)
+ * @loop_threads: loop threads of the context (default 1; 0 or 1: one, at
+ *                most IBTRS_SRV_MAX_LOOPS): the first also runs the
+ *                listener and every handshake; a new session is placed on
+ *                the one with the fewest sessions, and all of it (its
+ *                paths, requests, heartbeats) runs there. A backend that
+ *                cannot move a connection between loops runs one, and
+ *                says so in the log (ibtrs(7), "Threads and callbacks")
  */
+#define IBTRS_SRV_MAX_LOOPS 64
+
 struct ibtrs_srv_opts {
 	size_t size;
 	uint16_t port;
@@ -561,6 +570,7 @@ struct ibtrs_srv_opts {
 	uint32_t max_cons_per_client;
 	uint32_t max_handshakes_per_client;
 	uint32_t handshake_timeout_ms;
+	uint32_t loop_threads;
 };
 
 /**

@@ -63,6 +63,7 @@ enum {
 	OPT_SRV_TRANSPORT,
 	OPT_SRV_BUSY_POLL,
 	OPT_SRV_BUSY_POLL_ADAPTIVE,
+	OPT_SRV_LOOPS,
 	OPT_SRV_NULL,
 	OPT_SRV_EXPORT,
 	OPT_SRV_EXPORT_RO,
@@ -551,6 +552,7 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 			cfg->max_memory < 0 ? 0 : (uint64_t)cfg->max_memory;
 	opts.busy_poll_us = cfg->busy_poll_us;
 	opts.busy_poll_adaptive = cfg->busy_poll_adaptive;
+	opts.loop_threads = cfg->loop_threads;
 	opts.rdma_ev = srv_rdma_ev;
 	opts.link_ev = srv_link_ev;
 	if (cfg->sec) {
@@ -843,6 +845,10 @@ void usage_server(FILE *f)
 		"      --busy-poll-adaptive poll for a window of at most US that\n"
 		"                           adapts: open while events come closer\n"
 		"                           together than US, closed while further apart\n"
+		"      --loops N            loop threads, 1..%u (default 1): the first\n"
+		"                           also accepts and authenticates; each\n"
+		"                           session runs on the one that had the\n"
+		"                           fewest when it was made\n"
 		"      --stats-file PATH    write the counters as JSON to PATH every\n"
 		"                           %u ms and at exit (atomically)\n"
 		"      --export NAME=PATH   serve the regular file or block device PATH\n"
@@ -889,7 +895,7 @@ void usage_server(FILE *f)
 		TOOL_NAME, TOOL_TARGET_SIZE >> 20, IBTRS_DEFAULT_PORT,
 		IBTRS_MAX_QUEUE_DEPTH, IBTRS_DEFAULT_QUEUE_DEPTH,
 		IBTRS_DEFAULT_MAX_IO_SIZE, SRV_MIN_HB_TIMEOUT_MS,
-		SRV_MAX_TIMEOUT_MS, TOOL_TARGET_SIZE >> 20,
+		SRV_MAX_TIMEOUT_MS, TOOL_TARGET_SIZE >> 20, IBTRS_SRV_MAX_LOOPS,
 		SRV_STATS_INTERVAL_MS, SRV_DEF_SESSIONS_PER_CLIENT,
 		SRV_DEF_CONS_PER_CLIENT, SRV_DEF_HANDSHAKES_PER_CLIENT,
 		SRV_DEF_HANDSHAKE_TIMEOUT_MS);
@@ -923,6 +929,7 @@ int cmd_server(int argc, char *argv[])
 		{ "busy-poll", required_argument, NULL, OPT_SRV_BUSY_POLL },
 		{ "busy-poll-adaptive", no_argument, NULL,
 		  OPT_SRV_BUSY_POLL_ADAPTIVE },
+		{ "loops", required_argument, NULL, OPT_SRV_LOOPS },
 		{ "null", no_argument, NULL, OPT_SRV_NULL },
 		{ "export", required_argument, NULL, OPT_SRV_EXPORT },
 		{ "export-ro", required_argument, NULL, OPT_SRV_EXPORT_RO },
@@ -1164,6 +1171,16 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 			break;
 		case OPT_SRV_BUSY_POLL_ADAPTIVE:
 			cfg.busy_poll_adaptive = true;
+			break;
+		case OPT_SRV_LOOPS:
+			if (tool_parse_uint(optarg, 1, IBTRS_SRV_MAX_LOOPS,
+					    &v)) {
+				tool_err(
+					"invalid --loops '%s': expected 1..%u loop threads",
+					optarg, IBTRS_SRV_MAX_LOOPS);
+				return TOOL_EXIT_USAGE;
+			}
+			cfg.loop_threads = (uint32_t)v;
 			break;
 		case OPT_SRV_NULL:
 			cfg.null_target = true;

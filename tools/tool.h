@@ -233,6 +233,7 @@ struct tool_export {
  * @nr_allow: entries of @allow
  * @log: stream for connect/disconnect messages, NULL for none
  * @log_prefix: prefix of those messages
+ * @loop_threads: the server's loop threads, 0 for the library default (1)
  */
 struct tool_srv_cfg {
 	uint16_t port;
@@ -260,6 +261,7 @@ struct tool_srv_cfg {
 	size_t nr_allow;
 	FILE *log;
 	const char *log_prefix;
+	uint32_t loop_threads;
 };
 
 /**

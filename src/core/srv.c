@@ -3,18 +3,26 @@
  * srv.c - the server side: listener, sessions with their chunk pools,
  * paths and connections, request dispatch and responses.
  *
- * Threading: everything but ibtrs_srv_resp_rdma() runs on the context's
- * loop thread, so the session and path lists need no lock. A request holds
- * a reference on the connection it came on until its response has left;
- * a connection holds a reference on its session. The session is freed,
- * and IBTRS_SRV_LINK_EV_DISCONNECTED sent, when its last path is closed
- * and the last of those references is gone.
+ * Threading: a context has one loop or several (loop_threads). The first,
+ * the context's loop, runs the listener, every handshake and the list of
+ * sessions (the lookup of a joining connection's session). Each session
+ * runs on one loop, placed when it is made (the one with the fewest
+ * sessions): its paths, connections, requests, heartbeats and grace are
+ * that loop's, so they need no lock. ibtrs_srv_resp_rdma() runs on any
+ * thread. A request holds a reference on the connection it came on until
+ * its response has left; a connection holds a reference on its session.
+ * The session is freed, and IBTRS_SRV_LINK_EV_DISCONNECTED sent, on its
+ * loop when its last path is closed and the last of those references is
+ * gone; its end first hops to the context's loop to take it off the list.
  *
  * A connection belongs to no session until its handshake is over
- * (docs/protocol.md, "Authentication"): from its request to AUTH_RSP it
+ * (docs/protocol.md, "Authentication"): from its request to AUTH_REQ it
  * is a struct srv_hs on the context's list, in the context's empty pd,
- * counted against the half-open limits of its source address. The
- * per-client counts (struct srv_ident) are the loop thread's too.
+ * counted against the half-open limits of its source address. Once
+ * AUTH_REQ proved it, the connection leaves the list and is handed over
+ * to its session's loop (the backend's move()), where it joins its path
+ * and AUTH_RSP leaves (srv_join()). The per-client counts (struct
+ * srv_ident) are atomic, their list under ident_lock.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -65,6 +73,7 @@
 #define SRV_DEFAULT_MAX_HS_PER_CLIENT 16
 #define SRV_DEFAULT_HS_TIMEOUT_MS 5000
 #define SRV_MAX_HANDSHAKES 1024 /* half-open handshakes of every address */
+#define SRV_LOOP_NAME "ibtrs-srv"
 
 #define WR_ID_INFO 1 /* con 0's receive for INFO_REQ */
 #define WR_ID_AUTH 2 /* the receive for AUTH_REQ, before the con joins */
@@ -96,18 +105,22 @@ struct srv_con;
 /*
  * A client as the limits count it (ibtrs.h, ibtrs_srv_opts): its key's
  * identity, or "addr:IP" for handshakes and for clients without keys.
- * Loop thread; freed when nothing is counted.
+ * The counts are checked and raised on the context's loop and lowered on
+ * any; the list, @holds and the free are under the context's ident_lock:
+ * freed when nothing is counted or held.
  */
 struct srv_ident {
 	struct srv_ident *next;
-	unsigned int sessions, cons, handshakes;
+	_Atomic unsigned int sessions, cons, handshakes;
+	unsigned int holds; /* under ident_lock: ident_get() */
 	char name[IBTRS_IDENTITY_MAX + 1];
 };
 
 /*
  * A connection between its connection request and AUTH_RSP: in the
  * context's empty pd, one receive posted (for AUTH_REQ), part of no
- * session. Loop thread.
+ * session. On the context's list (@listed) and loop until AUTH_REQ
+ * proved it; then on its way to its session's loop, which ends it.
  */
 struct srv_hs {
 	struct srv_hs *next;
@@ -117,6 +130,9 @@ struct srv_hs {
 	uint8_t ns[IBTRS_NONCE_LEN];
 	uint64_t deadline_ns;	      /* closed by the tick after it */
 	bool refused;		      /* AUTH_RSP with an error sent */
+	bool listed;		      /* on the context's list, its loop */
+	bool created;		      /* its AUTH_REQ made the session */
+	uint32_t req_len;	      /* of AUTH_REQ, for a second look */
 	struct ibtrs_work close_work; /* closes it once that left */
 	char peer[IBTRS_SOCKADDR_STR_LEN];
 	char tls_identity[IBTRS_IDENTITY_MAX + 1]; /* "" without TLS */
@@ -140,10 +156,14 @@ struct ibtrs_srv_op {
 struct srv_con {
 	struct ibtrs_srv_ctx *ctx;
 	struct ibtrs_xprt_con *xcon;
-	struct ibtrs_srv *sess;	 /* NULL until it joined one */
-	struct srv_path *path;	 /* NULL once the path is closed */
-	struct srv_hs *hs;	 /* its handshake, NULL once joined */
-	struct srv_ident *ident; /* counts it once joined */
+	/* the loop @xcon is on: the context's, then its session's */
+	struct ibtrs_loop *loop;
+	bool joining;		     /* proved, on its way to its session */
+	struct ibtrs_work join_work; /* the move, off the event batch */
+	struct ibtrs_srv *sess;	     /* NULL until it joined one */
+	struct srv_path *path;	     /* NULL once the path is closed */
+	struct srv_hs *hs;	     /* its handshake, NULL once joined */
+	struct srv_ident *ident;     /* counts it once joined */
 	unsigned int cid;
 	_Atomic int refs;
 	struct ibtrs_work free_work;
@@ -170,9 +190,32 @@ struct srv_path {
 	char peer[IBTRS_SOCKADDR_STR_LEN];
 };
 
+/*
+ * One loop of the context; the first is the context's own. @sessions are
+ * those placed on it that reached it (its thread's), @nr_sessions those
+ * placed on it (under the context's lock: the placement counts them).
+ */
+struct srv_loop {
+	struct ibtrs_srv_ctx *ctx;
+	struct ibtrs_loop *loop;
+	struct ibtrs_srv *sessions;
+	unsigned int nr_sessions;
+	unsigned int idx;
+	bool hb_held; /* its thread: every path silent, held one tick */
+};
+
 struct ibtrs_srv {
 	struct ibtrs_srv_ctx *ctx;
-	struct ibtrs_srv *next;
+	struct srv_loop *sl;	       /* its loop, for its whole life */
+	struct ibtrs_srv *next;	       /* context's loop: the sessions list */
+	struct ibtrs_srv *loop_next;   /* its loop: sl->sessions */
+	struct ibtrs_srv *close_next;  /* ibtrs_srv_close() */
+	bool on_loop;		       /* its loop: on sl->sessions */
+	bool dying;		       /* its loop: its end has begun */
+	_Atomic bool graced;	       /* no path, kept for a rejoin */
+	struct ibtrs_work unlink_work; /* its end, on the context's loop */
+	struct ibtrs_work free_work;   /* its free, on its loop */
+	struct ibtrs_work check_work;  /* ends it if no path came */
 	uint8_t uuid[IBTRS_UUID_LEN];
 	char sessname[IBTRS_SESSNAME_LEN];
 	char identity[IBTRS_IDENTITY_MAX + 1]; /* ibtrs_srv_get_identity() */
@@ -182,8 +225,8 @@ struct ibtrs_srv {
 	void *priv;
 	struct srv_path *paths;
 	unsigned int nr_paths;
-	int refs;	      /* loop thread: alive + connections */
-	bool closing;	      /* no longer in the context's list */
+	_Atomic int refs;     /* alive + connections (+ transient) */
+	bool closing;	      /* context's loop: off the context's list */
 	bool connected_ev;    /* CONNECTED delivered, DISCONNECTED owed */
 	bool client_closed;   /* the client said goodbye: no grace */
 	uint64_t grace_until; /* no path: kept until then for a rejoin */
@@ -204,7 +247,11 @@ struct ibtrs_srv_ctx {
 	struct ibtrs_sec sec; /* set at open, read-only after */
 	rdma_ev_fn *rdma_ev;
 	link_ev_fn *link_ev;
-	struct ibtrs_loop *loop;
+	struct ibtrs_loop *loop; /* the context's: loops[0].loop */
+	struct srv_loop *loops;
+	unsigned int nr_loops;
+	bool closing; /* context's loop: ibtrs_srv_close() began */
+	struct ibtrs_srv *closing_list; /* ibtrs_srv_close() */
 	struct ibtrs_xprt_listener *listener;
 	uint16_t port;
 	uint32_t queue_depth;
@@ -213,12 +260,11 @@ struct ibtrs_srv_ctx {
 	unsigned int off_bits;
 	uint32_t max_sessions;
 	uint64_t max_memory;	    /* 0: none */
-	struct ibtrs_srv *sessions; /* loop thread */
+	struct ibtrs_srv *sessions; /* context's loop */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned int nr_sessions; /* under @lock */
 	struct ibtrs_hb hb;
-	bool hb_held;	   /* loop thread: every path silent, held one tick */
 	uint64_t mem_used; /* under @lock: what the limit counts */
 	uint64_t grace_ns;
 	_Atomic uint64_t requests, replays, busy, proto_errors, stale;
@@ -229,10 +275,11 @@ struct ibtrs_srv_ctx {
 	_Atomic uint64_t auth_failed, refused_limit;
 	_Atomic unsigned int nr_paths;
 	struct ibtrs_xprt_pd *auth_pd; /* empty: handshakes reach nothing */
-	struct srv_hs *handshakes;     /* loop thread */
-	unsigned int nr_handshakes;    /* loop thread */
-	struct srv_ident *idents;      /* loop thread */
-	unsigned int nr_cons;	       /* under @lock: not yet freed */
+	struct srv_hs *handshakes;     /* context's loop: listed ones */
+	_Atomic unsigned int nr_handshakes; /* every struct srv_hs */
+	pthread_mutex_t ident_lock;
+	struct srv_ident *idents; /* under ident_lock */
+	unsigned int nr_cons;	  /* under @lock: not yet freed */
 	uint32_t max_sess_per_client, max_cons_per_client, max_hs_per_client;
 	uint64_t hs_timeout_ns;
 	struct ctl_node ctl;
@@ -240,6 +287,7 @@ struct ibtrs_srv_ctx {
 
 static const struct ibtrs_xprt_handler srv_handler;
 static void srv_auth(struct srv_con *con, uint32_t len);
+static void srv_join(struct srv_con *con);
 
 /* What one session counts against the memory limit. */
 static uint64_t sess_mem(const struct ibtrs_srv_ctx *ctx)
@@ -265,29 +313,39 @@ static bool mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more)
 /* ------------------------------------------------------------------ */
 /* clients, as the limits count them                                    */
 
-/* The record of @name, made if missing; NULL without memory. */
+/*
+ * The record of @name, made if missing, held until ident_put(); NULL
+ * without memory. A count is raised only under a hold.
+ */
 static struct srv_ident *ident_get(struct ibtrs_srv_ctx *ctx, const char *name)
 {
 	struct srv_ident *id;
 
+	pthread_mutex_lock(&ctx->ident_lock);
 	for (id = ctx->idents; id; id = id->next)
 		if (!strcmp(id->name, name))
-			return id;
-	id = calloc(1, sizeof(*id));
-	if (!id)
-		return NULL;
-	snprintf(id->name, sizeof(id->name), "%s", name);
-	id->next = ctx->idents;
-	ctx->idents = id;
+			break;
+	if (!id) {
+		id = calloc(1, sizeof(*id));
+		if (id) {
+			snprintf(id->name, sizeof(id->name), "%s", name);
+			id->next = ctx->idents;
+			ctx->idents = id;
+		}
+	}
+	if (id)
+		id->holds++;
+	pthread_mutex_unlock(&ctx->ident_lock);
 	return id;
 }
 
-/* Free @id if it counts nothing any more. */
-static void ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
+/* Under ident_lock: free @id if it counts and holds nothing any more. */
+static void ident_gc(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
 {
 	struct srv_ident **pp;
 
-	if (!id || id->sessions || id->cons || id->handshakes)
+	if (id->holds || atomic_load(&id->sessions) || atomic_load(&id->cons) ||
+	    atomic_load(&id->handshakes))
 		return;
 	for (pp = &ctx->idents; *pp; pp = &(*pp)->next) {
 		if (*pp == id) {
@@ -298,14 +356,47 @@ static void ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
 	free(id);
 }
 
+/* Drop the hold of ident_get(). */
+static void ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
+{
+	if (!id)
+		return;
+	pthread_mutex_lock(&ctx->ident_lock);
+	id->holds--;
+	ident_gc(ctx, id);
+	pthread_mutex_unlock(&ctx->ident_lock);
+}
+
+/* Lower one of @id's counts; any thread. */
+static void ident_drop(struct ibtrs_srv_ctx *ctx, struct srv_ident *id,
+		       _Atomic unsigned int *count)
+{
+	atomic_fetch_sub(count, 1);
+	pthread_mutex_lock(&ctx->ident_lock);
+	ident_gc(ctx, id);
+	pthread_mutex_unlock(&ctx->ident_lock);
+}
+
 /* ------------------------------------------------------------------ */
 /* sessions                                                             */
 
+/* Its loop's thread, or before it was placed on one. */
 static void sess_free(struct ibtrs_srv *sess)
 {
 	struct ibtrs_srv_ctx *ctx = sess->ctx;
+	struct srv_loop *sl = sess->sl;
 	uint64_t mem = sess->mem;
+	struct ibtrs_srv **pp;
 	uint32_t i;
+
+	if (sess->on_loop) {
+		for (pp = &sl->sessions; *pp; pp = &(*pp)->loop_next) {
+			if (*pp == sess) {
+				*pp = sess->loop_next;
+				break;
+			}
+		}
+	}
 
 	if (sess->mr)
 		ctx->ops->mr_free(sess->mr);
@@ -317,24 +408,22 @@ static void sess_free(struct ibtrs_srv *sess)
 		for (i = 0; i < ctx->queue_depth; i++)
 			pthread_spin_destroy(&sess->ops[i].lock);
 	free(sess->ops);
-	if (sess->ident) {
-		sess->ident->sessions--;
-		ident_put(ctx, sess->ident);
-	}
+	if (sess->ident)
+		ident_drop(ctx, sess->ident, &sess->ident->sessions);
 	ibtrs_wipe(sess->secret, sizeof(sess->secret));
 	free(sess);
 	pthread_mutex_lock(&ctx->lock);
+	if (sl)
+		sl->nr_sessions--;
 	ctx->nr_sessions--;
 	ctx->mem_used -= mem;
 	pthread_cond_broadcast(&ctx->cond);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/* Loop thread. The last reference ends the session. */
-static void sess_put(struct ibtrs_srv *sess)
+/* Its loop's thread: the session is over. */
+static void sess_final(struct ibtrs_srv *sess)
 {
-	if (--sess->refs)
-		return;
 	if (sess->connected_ev) {
 		ibtrs_log(IBTRS_LOG_INFO, "session %s: disconnected",
 			  sess->sessname);
@@ -345,10 +434,32 @@ static void sess_put(struct ibtrs_srv *sess)
 	sess_free(sess);
 }
 
-static void sess_unlink(struct ibtrs_srv *sess)
+static void sess_free_work(struct ibtrs_work *w)
+{
+	sess_final(container_of(w, struct ibtrs_srv, free_work));
+}
+
+/* Any thread. The last reference ends the session, on its loop. */
+static void sess_put(struct ibtrs_srv *sess)
+{
+	if (atomic_fetch_sub(&sess->refs, 1) != 1)
+		return;
+	if (ibtrs_loop_on_thread(sess->sl->loop))
+		sess_final(sess);
+	else
+		ibtrs_loop_queue(sess->sl->loop, &sess->free_work);
+}
+
+/*
+ * The context's loop: off the list, which held the session's "alive"
+ * reference; once only.
+ */
+static void sess_unlink_put(struct ibtrs_srv *sess)
 {
 	struct ibtrs_srv **pp;
 
+	if (sess->closing)
+		return;
 	for (pp = &sess->ctx->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == sess) {
 			*pp = sess->next;
@@ -356,6 +467,67 @@ static void sess_unlink(struct ibtrs_srv *sess)
 		}
 	}
 	sess->closing = true;
+	sess_put(sess);
+}
+
+static void sess_unlink_work(struct ibtrs_work *w)
+{
+	struct ibtrs_srv *sess = container_of(w, struct ibtrs_srv, unlink_work);
+
+	sess_unlink_put(sess);
+	sess_put(sess); /* of sess_end() */
+}
+
+/*
+ * Its loop: the session ends (no path and no grace, grace over, refused
+ * by the application, the context closing). No connection joins it from
+ * now on; the context's loop takes it off the list.
+ */
+static void sess_end(struct ibtrs_srv *sess)
+{
+	if (sess->dying)
+		return;
+	sess->dying = true;
+	atomic_store(&sess->graced, false);
+	if (ibtrs_loop_on_thread(sess->ctx->loop)) {
+		sess_unlink_put(sess);
+		return;
+	}
+	/* Held until it ran: ibtrs_srv_close() may unlink it first. */
+	atomic_fetch_add(&sess->refs, 1);
+	ibtrs_loop_queue(sess->ctx->loop, &sess->unlink_work);
+}
+
+/* Its loop: a session that no path joined and none waits for ends. */
+static void sess_end_if_empty(struct ibtrs_srv *sess)
+{
+	if (!sess->nr_paths && !sess->grace_until)
+		sess_end(sess);
+}
+
+static void sess_check_work(struct ibtrs_work *w)
+{
+	struct ibtrs_srv *sess = container_of(w, struct ibtrs_srv, check_work);
+
+	sess_end_if_empty(sess);
+	sess_put(sess); /* of sess_drop_empty() */
+}
+
+/*
+ * A session made for a connection that is gone before it joined: ended
+ * if no other path came. From its loop or the context's.
+ */
+static void sess_drop_empty(struct ibtrs_srv *sess)
+{
+	if (ibtrs_loop_on_thread(sess->sl->loop)) {
+		sess_end_if_empty(sess);
+		return;
+	}
+	/* The context's loop: alive while on the list. */
+	if (sess->closing)
+		return;
+	atomic_fetch_add(&sess->refs, 1);
+	ibtrs_loop_queue(sess->sl->loop, &sess->check_work);
 }
 
 /*
@@ -379,15 +551,28 @@ static unsigned int sess_nr_graced(const struct ibtrs_srv_ctx *ctx)
 	unsigned int n = 0;
 
 	for (s = ctx->sessions; s; s = s->next)
-		if (!s->nr_paths && s->grace_until)
+		if (atomic_load(&s->graced))
 			n++;
 	return n;
+}
+
+/* Under the context's lock: the loop with the fewest sessions. */
+static struct srv_loop *loop_least_loaded(struct ibtrs_srv_ctx *ctx)
+{
+	struct srv_loop *best = &ctx->loops[0];
+	unsigned int i;
+
+	for (i = 1; i < ctx->nr_loops; i++)
+		if (ctx->loops[i].nr_sessions < best->nr_sessions)
+			best = &ctx->loops[i];
+	return best;
 }
 
 static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 				     const uint8_t *uuid, int *err)
 {
 	struct ibtrs_srv *sess;
+	struct srv_loop *sl;
 	struct iovec iov;
 	uint32_t i;
 	int ret;
@@ -414,6 +599,9 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	}
 	ctx->nr_sessions++;
 	ctx->mem_used += sess_mem(ctx);
+	/* Placed for good: everything of it runs on this loop. */
+	sl = loop_least_loaded(ctx);
+	sl->nr_sessions++;
 	pthread_mutex_unlock(&ctx->lock);
 
 	sess = calloc(1, sizeof(*sess));
@@ -422,6 +610,10 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 		goto unaccount;
 	}
 	sess->ctx = ctx;
+	sess->sl = sl;
+	sess->unlink_work.fn = sess_unlink_work;
+	sess->free_work.fn = sess_free_work;
+	sess->check_work.fn = sess_check_work;
 	sess->mem = sess_mem(ctx);
 	memcpy(sess->uuid, uuid, IBTRS_UUID_LEN);
 	sess->incarnation = sess_new_incarnation(sess);
@@ -461,7 +653,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	ret = ctx->ops->mr_map(sess->mr, &iov, 1);
 	if (ret)
 		goto free_sess;
-	sess->refs = 1; /* alive: dropped when the last path closes */
+	atomic_init(&sess->refs, 1); /* alive: dropped off the list */
 	sess->next = ctx->sessions;
 	ctx->sessions = sess;
 	return sess;
@@ -473,6 +665,7 @@ free_sess:
 	return NULL;
 unaccount:
 	pthread_mutex_lock(&ctx->lock);
+	sl->nr_sessions--;
 	ctx->nr_sessions--;
 	ctx->mem_used -= sess_mem(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -499,10 +692,8 @@ static void con_free_work(struct ibtrs_work *w)
 	struct ibtrs_srv *sess = con->sess;
 
 	ctx->ops->destroy(con->xcon);
-	if (con->ident) {
-		con->ident->cons--;
-		ident_put(ctx, con->ident);
-	}
+	if (con->ident)
+		ident_drop(ctx, con->ident, &con->ident->cons);
 	free(con);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nr_cons--;
@@ -512,42 +703,70 @@ static void con_free_work(struct ibtrs_work *w)
 		sess_put(sess);
 }
 
-/* Any thread; the connection is freed on the loop thread. */
+/*
+ * Any thread; the connection is freed on its loop's thread. Only a
+ * connection being handed over changes loops, and nobody else holds it.
+ */
 static void con_put(struct srv_con *con)
 {
 	if (atomic_fetch_sub(&con->refs, 1) == 1)
-		ibtrs_loop_queue(con->ctx->loop, &con->free_work);
+		ibtrs_loop_queue(con->loop, &con->free_work);
 }
 
-/*
- * Loop thread: end a connection that has not joined a session. Its
- * half-open count goes with it.
- */
-static void hs_close(struct srv_con *con, const char *why)
+/* The context's loop: @hs off the context's list (its counts stay). */
+static void hs_unlist(struct srv_hs *hs)
 {
-	struct ibtrs_srv_ctx *ctx = con->ctx;
-	struct srv_hs *hs = con->hs, **pp;
+	struct ibtrs_srv_ctx *ctx = hs->con->ctx;
+	struct srv_hs **pp;
 
-	if (!hs)
+	if (!hs->listed)
 		return;
-	ibtrs_log(IBTRS_LOG_DEBUG, "client %s: handshake closed: %s", hs->peer,
-		  why);
 	for (pp = &ctx->handshakes; *pp; pp = &(*pp)->next) {
 		if (*pp == hs) {
 			*pp = hs->next;
 			break;
 		}
 	}
-	ctx->nr_handshakes--;
-	hs->addr->handshakes--;
-	ident_put(ctx, hs->addr);
-	ctx->ops->disconnect(con->xcon);
-	/* After the disconnect: the refusal's send it flushed completes
-	 * in it and queues close_work again, which must not outlive hs. */
-	ibtrs_loop_cancel(ctx->loop, &hs->close_work);
+	hs->next = NULL;
+	hs->listed = false;
+}
+
+/* The connection's loop: its handshake is over, and its counts go. */
+static void hs_free(struct srv_con *con)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs;
+
+	hs_unlist(hs);
+	atomic_fetch_sub(&ctx->nr_handshakes, 1);
+	ident_drop(ctx, hs->addr, &hs->addr->handshakes);
 	con->hs = NULL;
 	ibtrs_wipe(hs, sizeof(*hs));
 	free(hs);
+}
+
+/*
+ * The connection's loop: end a connection that has not joined a session.
+ * Its half-open count goes with it, and a session it made for itself.
+ */
+static void hs_close(struct srv_con *con, const char *why)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs;
+
+	if (!hs)
+		return;
+	ibtrs_log(IBTRS_LOG_DEBUG, "client %s: handshake closed: %s", hs->peer,
+		  why);
+	ctx->ops->disconnect(con->xcon);
+	/* After the disconnect: the refusal's send it flushed completes
+	 * in it and queues close_work again, which must not outlive hs. */
+	ibtrs_loop_cancel(con->loop, &hs->close_work);
+	ibtrs_loop_cancel(con->loop, &con->join_work);
+	con->joining = false;
+	if (con->sess && hs->created)
+		sess_drop_empty(con->sess);
+	hs_free(con);
 	con_put(con);
 }
 
@@ -578,15 +797,15 @@ static void path_close(struct srv_path *path, const char *why)
 	sess->nr_paths--;
 	atomic_fetch_sub(&sess->ctx->nr_paths, 1);
 	free(path);
-	if (sess->nr_paths || sess->closing)
+	if (sess->nr_paths || sess->dying)
 		return;
 	if (sess->connected_ev && !sess->client_closed && sess->ctx->grace_ns) {
 		/* The client may come back and replay: keep the session. */
 		sess->grace_until = ibtrs_now_ns() + sess->ctx->grace_ns;
+		atomic_store(&sess->graced, true);
 		return;
 	}
-	sess_unlink(sess);
-	sess_put(sess);
+	sess_end(sess);
 }
 
 /* A protocol error of one of the kinds counted per path and session. */
@@ -885,10 +1104,9 @@ static void srv_process_info(struct srv_con *con, uint32_t len)
 			ibtrs_log(IBTRS_LOG_INFO,
 				  "session %s: refused by the application (%d)",
 				  sess->sessname, ret);
-			sess_unlink(sess);
+			sess_end(sess);
 			while (sess->paths)
 				path_close(sess->paths, "session refused");
-			sess_put(sess);
 			return;
 		}
 		sess->connected_ev = true;
@@ -915,12 +1133,13 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 			/* The refusal left (or was flushed): close, but
 			 * not from within the send that completed it. */
 			if (con->hs->refused)
-				ibtrs_loop_queue(con->ctx->loop,
+				ibtrs_loop_queue(con->loop,
 						 &con->hs->close_work);
 			return;
 		}
+		/* One AUTH_REQ: nothing may follow it before AUTH_RSP. */
 		if (wc->opcode == IBTRS_WC_RECV && wc->wr_id == WR_ID_AUTH &&
-		    !con->hs->refused) {
+		    !con->hs->refused && !con->joining && con->hs->listed) {
 			srv_auth(con, wc->byte_len);
 			return;
 		}
@@ -956,7 +1175,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	}
 	if (!path)
 		return;
-	path->last_rx_ns = ibtrs_loop_now_ns(con->sess->ctx->loop);
+	path->last_rx_ns = ibtrs_loop_batch_ns(con->loop);
 	switch (ibtrs_imm_type(wc->imm)) {
 	case IBTRS_IMM_IO_REQ:
 		if (!path->connected) {
@@ -1142,7 +1361,7 @@ static void hs_limit(struct srv_con *con, int err, const char *fmt, ...)
 static bool ident_may_open(const struct ibtrs_srv_ctx *ctx,
 			   const struct srv_ident *id)
 {
-	return !id || id->sessions < ctx->max_sess_per_client;
+	return !id || atomic_load(&id->sessions) < ctx->max_sess_per_client;
 }
 
 /*
@@ -1167,7 +1386,7 @@ hs_new_sess(struct srv_con *con, const struct ibtrs_auth_req *ar,
 		*err = -EUSERS;
 		hs_limit(con, -EUSERS,
 			 "identity %s holds %u sessions, its limit", identity,
-			 id->sessions);
+			 atomic_load(&id->sessions));
 		return NULL;
 	}
 	ret = ibtrs_auth_keypair(priv, pub_s);
@@ -1197,7 +1416,7 @@ hs_new_sess(struct srv_con *con, const struct ibtrs_auth_req *ar,
 	sess->keyed = psk != NULL;
 	sess->gen_from_1 = hs->cr.caps & IBTRS_CAP_GEN_FROM_1;
 	sess->ident = id;
-	id->sessions++;
+	atomic_fetch_add(&id->sessions, 1);
 	return sess;
 }
 
@@ -1205,10 +1424,9 @@ hs_new_sess(struct srv_con *con, const struct ibtrs_auth_req *ar,
  * Loop thread: AUTH_REQ arrived on @con. Only a connection that proved
  * what it claims is attached to a session (docs/protocol.md,
  * "Authentication"): then, and only then, what a connection request did
- * before is done (a reconnecting path replaces its old self, a new path
- * or session is made), the connection moves to the session's pd, gets
- * its receives, and AUTH_RSP tells the client the session and proves the
- * server.
+ * before is done. Here, on the context's loop, the session it joins is
+ * found or made and AUTH_RSP is written; the rest (its path, its pd, its
+ * receives, the answer) is its session's loop's: srv_join().
  */
 static void srv_auth(struct srv_con *con, uint32_t len)
 {
@@ -1226,13 +1444,9 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 	struct ibtrs_auth_rsp rsp = { .flags = IBTRS_RSP_INCARNATION };
 	uint8_t proof[IBTRS_AUTH_KEY_LEN], pub_s[IBTRS_AUTH_KEY_LEN] = { 0 };
 	char identity[IBTRS_IDENTITY_MAX + 1];
-	struct iovec iov = { .iov_base = &con->auth_rsp,
-			     .iov_len = sizeof(con->auth_rsp) };
 	struct ibtrs_srv *sess;
-	struct srv_path *path;
 	struct srv_ident *id;
 	bool created = false;
-	unsigned int i;
 	int ret;
 
 	if (ibtrs_auth_req_decode(&hs->req, len, &ar)) {
@@ -1283,10 +1497,10 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 		hs_refuse(con, -ENOMEM);
 		return;
 	}
-	if (id->cons >= ctx->max_cons_per_client) {
+	if (atomic_load(&id->cons) >= ctx->max_cons_per_client) {
 		hs_limit(con, -EUSERS,
 			 "identity %s holds %u connections, its limit",
-			 identity, id->cons);
+			 identity, atomic_load(&id->cons));
 		ident_put(ctx, id);
 		return;
 	}
@@ -1314,14 +1528,6 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 			goto put_id;
 		}
 	}
-	path = sess ? find_path(sess, cr->path_uuid) : NULL;
-	if (path && !cr->cid) {
-		/* The client reconnects this path: the old one is stale. */
-		path_close(path, "replaced by a reconnect");
-		path = NULL;
-		if (sess->closing)
-			sess = NULL; /* that was its last path */
-	}
 	if (!sess) {
 		if (!cr->first_conn || cr->cid) {
 			hs_refuse(con, -ENXIO);
@@ -1332,6 +1538,146 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 		if (!sess)
 			goto put_id;
 		created = true;
+	}
+	rsp.flags |= created ? IBTRS_RSP_NEW_SESS : 0;
+	rsp.incarnation = sess->incarnation;
+	memcpy(rsp.pub, pub_s, sizeof(pub_s));
+	if (psk)
+		ibtrs_auth_proof_srv(rsp.proof, psk->key, psk->len, &ah,
+				     created ? pub_s : NULL, rsp.flags,
+				     rsp.incarnation);
+	else
+		ibtrs_auth_proof_srv(rsp.proof, sess->secret,
+				     IBTRS_AUTH_KEY_LEN, &ah,
+				     created ? pub_s : NULL, rsp.flags,
+				     rsp.incarnation);
+	ibtrs_auth_rsp_encode(&con->auth_rsp, &rsp);
+	ibtrs_wipe(&rsp, sizeof(rsp));
+	ibtrs_wipe(proof, sizeof(proof));
+
+	/*
+	 * Proved: the connection leaves the half-open list (the tick no
+	 * longer times it out; its counts stay until it joined), counts as
+	 * its client's (first: without keys that is the record of its
+	 * address) and holds its session. Its path is the session's loop's
+	 * business: the connection goes there to join it (srv_join()).
+	 */
+	hs_unlist(hs);
+	hs->created = created;
+	hs->req_len = len;
+	con->ident = id;
+	atomic_fetch_add(&id->cons, 1);
+	ident_put(ctx, id);
+	atomic_fetch_add(&sess->refs, 1);
+	con->sess = sess;
+	if (!cr->cid)
+		ibtrs_log(IBTRS_LOG_DEBUG, "client %s: identity %s, session %s",
+			  hs->peer, identity, created ? "new" : "joined");
+	if (sess->sl->loop == con->loop) {
+		srv_join(con);
+		return;
+	}
+	/* Not from within this receive: its event is still running. */
+	con->joining = true;
+	ibtrs_loop_queue(con->loop, &con->join_work);
+	return;
+
+put_id:
+	ident_put(ctx, id);
+}
+
+/* The context's loop: a connection back from a session that ended. */
+static void srv_auth_again(struct srv_con *con)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs;
+
+	if (ctx->closing) {
+		hs_close(con, "server closing");
+		return;
+	}
+	hs->listed = true;
+	hs->next = ctx->handshakes;
+	ctx->handshakes = hs;
+	srv_auth(con, hs->req_len);
+}
+
+static void srv_con_back(struct ibtrs_xprt_con *xcon, int err)
+{
+	struct srv_con *con = xcon->ctx;
+
+	if (err) {
+		hs_close(con, "hand-over failed");
+		return;
+	}
+	srv_auth_again(con);
+}
+
+/*
+ * The session's loop: the session of a proved connection ended before it
+ * joined (its last path was the one it replaces, or it ended meanwhile).
+ * The context's loop looks again: a new session, as the connection would
+ * have found without the old one.
+ */
+static void srv_rejoin(struct srv_con *con)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct ibtrs_srv *sess = con->sess;
+	struct ibtrs_loop *from = con->loop;
+	int ret;
+
+	con->sess = NULL;
+	con->hs->created = false;
+	ident_drop(ctx, con->ident, &con->ident->cons);
+	con->ident = NULL;
+	sess_put(sess);
+	if (from == ctx->loop) {
+		srv_auth_again(con);
+		return;
+	}
+	con->loop = ctx->loop;
+	ret = ctx->ops->move(con->xcon, ctx->loop, srv_con_back);
+	if (ret) {
+		con->loop = from;
+		hs_close(con, "hand-over failed");
+	}
+}
+
+/*
+ * The session's loop, the connection on it: what a connection request
+ * did before is done now (a reconnecting path replaces its old self, a
+ * new path is made), the connection moves to the session's pd, gets its
+ * receives, and AUTH_RSP (made by srv_auth()) tells the client the
+ * session and proves the server.
+ */
+static void srv_join(struct srv_con *con)
+{
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct srv_hs *hs = con->hs;
+	const struct ibtrs_conn_req *cr = &hs->cr;
+	struct ibtrs_srv *sess = con->sess;
+	struct srv_loop *sl = sess->sl;
+	struct iovec iov = { .iov_base = &con->auth_rsp,
+			     .iov_len = sizeof(con->auth_rsp) };
+	struct srv_path *path;
+	unsigned int i;
+	int ret;
+
+	con->joining = false;
+	if (!sess->on_loop) {
+		sess->loop_next = sl->sessions;
+		sl->sessions = sess;
+		sess->on_loop = true;
+	}
+	path = sess->dying ? NULL : find_path(sess, cr->path_uuid);
+	if (path && !cr->cid) {
+		/* The client reconnects this path: the old one is stale. */
+		path_close(path, "replaced by a reconnect");
+		path = NULL;
+	}
+	if (sess->dying) {
+		srv_rejoin(con);
+		return;
 	}
 	if (!path) {
 		if (cr->cid) {
@@ -1358,11 +1704,12 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 		sess->paths = path;
 		sess->nr_paths++;
 		sess->grace_until = 0;
+		atomic_store(&sess->graced, false);
 		atomic_fetch_add(&ctx->nr_paths, 1);
 	} else if (path->cid_num != cr->cid_num || path->cons[cr->cid] ||
 		   path->connected) {
 		hs_refuse(con, -EBUSY);
-		goto put_id;
+		return;
 	}
 
 	/* Into the session: its memory becomes reachable now. */
@@ -1372,53 +1719,13 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 			  hs->peer, cr->cid, strerror(-ret));
 		hs_refuse(con, ret);
 		path_close(path, "connection setup failed");
-		goto put_id;
+		return;
 	}
-	rsp.flags |= created ? IBTRS_RSP_NEW_SESS : 0;
-	rsp.incarnation = sess->incarnation;
-	memcpy(rsp.pub, pub_s, sizeof(pub_s));
-	if (psk)
-		ibtrs_auth_proof_srv(rsp.proof, psk->key, psk->len, &ah,
-				     created ? pub_s : NULL, rsp.flags,
-				     rsp.incarnation);
-	else
-		ibtrs_auth_proof_srv(rsp.proof, sess->secret,
-				     IBTRS_AUTH_KEY_LEN, &ah,
-				     created ? pub_s : NULL, rsp.flags,
-				     rsp.incarnation);
-	ibtrs_auth_rsp_encode(&con->auth_rsp, &rsp);
-	ibtrs_wipe(&rsp, sizeof(rsp));
-	ibtrs_wipe(proof, sizeof(proof));
-
-	/* The handshake is over: the connection counts as its client's
-	 * (first: without keys that is the record of its address). */
-	con->ident = id;
-	id->cons++;
-	hs->addr->handshakes--;
-	ident_put(ctx, hs->addr);
-	{
-		struct srv_hs **pp;
-
-		for (pp = &ctx->handshakes; *pp; pp = &(*pp)->next) {
-			if (*pp == hs) {
-				*pp = hs->next;
-				break;
-			}
-		}
-	}
-	ctx->nr_handshakes--;
-	con->hs = NULL;
-	con->sess = sess;
 	con->path = path;
 	con->cid = cr->cid;
-	sess->refs++;
 	path->cons[cr->cid] = con;
 	path->nr_cons++;
-	if (!cr->cid)
-		ibtrs_log(IBTRS_LOG_DEBUG, "client %s: identity %s, session %s",
-			  hs->peer, identity, created ? "new" : "joined");
-	ibtrs_wipe(hs, sizeof(*hs));
-	free(hs);
+	hs_free(con);
 
 	/* Receives first: con 0's first one takes INFO_REQ. */
 	ret = 0;
@@ -1440,12 +1747,45 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 drop_empty:
 	/* A session made for this request goes with it; one waiting for its
 	 * client to return stays. */
-	if (created && !sess->nr_paths && !sess->closing) {
-		sess_unlink(sess);
-		sess_put(sess);
+	if (hs->created)
+		sess_end_if_empty(sess);
+}
+
+static void srv_con_arrived(struct ibtrs_xprt_con *xcon, int err)
+{
+	struct srv_con *con = xcon->ctx;
+
+	if (err) {
+		hs_close(con, "hand-over failed");
+		return;
 	}
-put_id:
-	ident_put(ctx, id);
+	srv_join(con);
+}
+
+/* The context's loop, off the event batch: hand it to its session's. */
+static void con_join_work(struct ibtrs_work *w)
+{
+	struct srv_con *con = container_of(w, struct srv_con, join_work);
+	struct ibtrs_srv_ctx *ctx = con->ctx;
+	struct ibtrs_loop *to = con->sess->sl->loop;
+	int ret;
+
+	if (!con->joining)
+		return;
+	if (ctx->closing) {
+		hs_close(con, "server closing");
+		return;
+	}
+	/* Its frees go there from now on; nobody else holds it yet. */
+	con->loop = to;
+	ret = ctx->ops->move(con->xcon, to, srv_con_arrived);
+	if (ret) {
+		con->loop = ctx->loop;
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "client %s: hand-over to the session's loop: %s",
+			  con->hs->peer, strerror(-ret));
+		hs_close(con, "hand-over failed");
+	}
 }
 
 /*
@@ -1511,13 +1851,14 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		reject(ctx, req, -ENOMEM);
 		return;
 	}
-	if (addr->handshakes >= ctx->max_hs_per_client ||
-	    ctx->nr_handshakes >= SRV_MAX_HANDSHAKES) {
+	if (atomic_load(&addr->handshakes) >= ctx->max_hs_per_client ||
+	    atomic_load(&ctx->nr_handshakes) >= SRV_MAX_HANDSHAKES) {
 		atomic_fetch_add(&ctx->refused_limit, 1);
 		ibtrs_log_rl(
 			IBTRS_LOG_WARN,
 			"client %s refused: %u handshakes unfinished from %s, %u in all (limits %u, %u)",
-			peer, addr->handshakes, addr_id, ctx->nr_handshakes,
+			peer, atomic_load(&addr->handshakes), addr_id,
+			atomic_load(&ctx->nr_handshakes),
 			ctx->max_hs_per_client, SRV_MAX_HANDSHAKES);
 		ident_put(ctx, addr);
 		reject(ctx, req, -EAGAIN);
@@ -1555,8 +1896,10 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	if (ret)
 		goto free_con;
 	con->ctx = ctx;
+	con->loop = ctx->loop;
 	con->hs = hs;
 	con->free_work.fn = con_free_work;
+	con->join_work.fn = con_join_work;
 	atomic_init(&con->refs, 1);
 	con->xcon->handler = &srv_handler;
 	con->xcon->ctx = con;
@@ -1566,8 +1909,10 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	hs->deadline_ns = ibtrs_now_ns() + ctx->hs_timeout_ns;
 	hs->close_work.fn = hs_close_work;
 	snprintf(hs->peer, sizeof(hs->peer), "%s", peer);
-	addr->handshakes++;
-	ctx->nr_handshakes++;
+	atomic_fetch_add(&addr->handshakes, 1);
+	atomic_fetch_add(&ctx->nr_handshakes, 1);
+	ident_put(ctx, addr); /* the count holds it now */
+	hs->listed = true;
 	hs->next = ctx->handshakes;
 	ctx->handshakes = hs;
 	ret = ctx->ops->post_recv(con->xcon, &hs->req, sizeof(hs->req),
@@ -1657,15 +2002,16 @@ static bool srv_tick_path(struct srv_path *path, uint64_t now, uint64_t late_ns)
 }
 
 /* Close the paths still silent: their verdict stands (srv_tick()). */
-static void srv_close_silent(struct ibtrs_srv_ctx *ctx, uint64_t now)
+static void srv_close_silent(struct srv_loop *sl, uint64_t now)
 {
+	struct ibtrs_srv_ctx *ctx = sl->ctx;
 	struct ibtrs_srv *sess, *next_sess;
 	struct srv_path *path, *next_path;
 	char why[64];
 	uint64_t tx;
 
-	for (sess = ctx->sessions; sess; sess = next_sess) {
-		next_sess = sess->next;
+	for (sess = sl->sessions; sess; sess = next_sess) {
+		next_sess = sess->loop_next;
 		for (path = sess->paths; path; path = next_path) {
 			next_path = path->next;
 			tx = path->last_hb_tx_ns;
@@ -1677,15 +2023,20 @@ static void srv_close_silent(struct ibtrs_srv_ctx *ctx, uint64_t now)
 	}
 }
 
+/*
+ * The tick of one loop, for the sessions it runs (and on the context's
+ * loop for the handshakes): each loop judges its own lateness.
+ */
 static void srv_tick(void *arg)
 {
-	struct ibtrs_srv_ctx *ctx = arg;
+	struct srv_loop *sl = arg;
+	struct ibtrs_srv_ctx *ctx = sl->ctx;
 	uint64_t now = ibtrs_now_ns();
 	uint64_t late = ibtrs_loop_tick_late_ns();
 	struct ibtrs_srv *sess, *next_sess;
 	unsigned int alive = 0, silent = 0;
 
-	for (sess = ctx->sessions; sess; sess = sess->next) {
+	for (sess = sl->sessions; sess; sess = sess->loop_next) {
 		struct srv_path *path;
 
 		for (path = sess->paths; path; path = path->next) {
@@ -1695,25 +2046,25 @@ static void srv_tick(void *arg)
 	}
 	/* Every path silent on the same tick: more likely this host stalled
 	 * than every client failed at once; one more tick to tell (hb.h). */
-	srv_tick_handshakes(ctx, now);
-	if (ibtrs_hb_hold(alive, silent, &ctx->hb_held))
+	if (!sl->idx)
+		srv_tick_handshakes(ctx, now);
+	if (ibtrs_hb_hold(alive, silent, &sl->hb_held))
 		ibtrs_log(
 			IBTRS_LOG_WARN,
 			"all %u paths silent at once: a local stall? checked again next tick",
 			silent);
 	else if (silent)
-		srv_close_silent(ctx, now);
-	for (sess = ctx->sessions; sess; sess = next_sess) {
-		next_sess = sess->next;
-		/* path_close() may have ended the session; it is then no
-		 * longer in the list, and next_sess is still valid. */
-		if (!sess->closing && !sess->nr_paths && sess->grace_until &&
+		srv_close_silent(sl, now);
+	for (sess = sl->sessions; sess; sess = next_sess) {
+		next_sess = sess->loop_next;
+		/* An end may free the session at once, which takes it off
+		 * the list; next_sess is still valid. */
+		if (!sess->dying && !sess->nr_paths && sess->grace_until &&
 		    now >= sess->grace_until) {
 			ibtrs_log(IBTRS_LOG_INFO,
 				  "session %s: client did not come back",
 				  sess->sessname);
-			sess_unlink(sess);
-			sess_put(sess);
+			sess_end(sess);
 		}
 	}
 }
@@ -1788,6 +2139,52 @@ static int srv_listen(struct ibtrs_srv_ctx *ctx, const struct ibtrs_srv_opts *o)
 	return 0;
 }
 
+static void srv_loops_destroy(struct ibtrs_srv_ctx *ctx)
+{
+	unsigned int i = ctx->nr_loops;
+
+	/* The context's loop last: the others' work may hop onto it. */
+	while (i--) {
+		ibtrs_loop_destroy(ctx->loops[i].loop);
+		ctx->loops[i].loop = NULL;
+	}
+	ctx->loop = NULL;
+}
+
+/*
+ * One loop thread each, "ibtrs-srv" alone or "ibtrs-srv/<i>", each with
+ * its tick; the first is the context's.
+ */
+static int srv_loops_create(struct ibtrs_srv_ctx *ctx,
+			    const struct ibtrs_srv_opts *o)
+{
+	char name[24]; /* "ibtrs-srv/63" at most */
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < ctx->nr_loops; i++) {
+		struct srv_loop *sl = &ctx->loops[i];
+
+		sl->ctx = ctx;
+		sl->idx = i;
+		if (ctx->nr_loops == 1)
+			snprintf(name, sizeof(name), "%s", SRV_LOOP_NAME);
+		else
+			snprintf(name, sizeof(name), "%s/%u", SRV_LOOP_NAME, i);
+		ret = ibtrs_loop_create(
+			&sl->loop, name, srv_tick, sl,
+			(unsigned int)(ctx->hb.tick_ns / 1000000));
+		if (ret) {
+			srv_loops_destroy(ctx);
+			return ret;
+		}
+		ibtrs_loop_set_busy_poll(sl->loop, o->busy_poll_us,
+					 o->busy_poll_adaptive);
+	}
+	ctx->loop = ctx->loops[0].loop;
+	return 0;
+}
+
 static void srv_close_listener(void *arg)
 {
 	struct ibtrs_srv_ctx *ctx = arg;
@@ -1813,7 +2210,8 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	    opts.queue_depth > IBTRS_MAX_QUEUE_DEPTH || !opts.max_io_size ||
 	    opts.max_io_size > SRV_MAX_IO_SIZE || !opts.max_sessions ||
 	    opts.hb_timeout_ms < SRV_MIN_HB_TIMEOUT_MS ||
-	    opts.busy_poll_us > IBTRS_MAX_BUSY_POLL_US) {
+	    opts.busy_poll_us > IBTRS_MAX_BUSY_POLL_US ||
+	    opts.loop_threads > IBTRS_SRV_MAX_LOOPS) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1879,14 +2277,26 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 	ret = ctx->ops->pd_alloc(&ctx->auth_pd, 1);
 	if (ret)
 		goto free_ctx;
+	ctx->nr_loops = opts.loop_threads ? opts.loop_threads : 1;
+	if (ctx->nr_loops > 1 &&
+	    ctx->ops->move(NULL, NULL, NULL) == -EOPNOTSUPP) {
+		ibtrs_log(
+			IBTRS_LOG_WARN,
+			"server: backend %s cannot hand a connection over to another loop: %u loop threads refused, one used",
+			ctx->ops->name, ctx->nr_loops);
+		ctx->nr_loops = 1;
+	}
+	ctx->loops = calloc(ctx->nr_loops, sizeof(*ctx->loops));
+	if (!ctx->loops) {
+		ret = -ENOMEM;
+		goto free_ctx;
+	}
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->ident_lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
-	ret = ibtrs_loop_create(&ctx->loop, "ibtrs-srv", srv_tick, ctx,
-				(unsigned int)(ctx->hb.tick_ns / 1000000));
+	ret = srv_loops_create(ctx, &opts);
 	if (ret)
 		goto destroy_sync;
-	ibtrs_loop_set_busy_poll(ctx->loop, opts.busy_poll_us,
-				 opts.busy_poll_adaptive);
 	ret = srv_listen(ctx, &opts);
 	if (ret) {
 		ibtrs_log(IBTRS_LOG_ERR, "server: cannot listen on port %u: %s",
@@ -1901,11 +2311,13 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 destroy_loop:
 	if (ctx->listener)
 		ibtrs_loop_call(ctx->loop, srv_close_listener, ctx);
-	ibtrs_loop_destroy(ctx->loop);
+	srv_loops_destroy(ctx);
 destroy_sync:
 	pthread_cond_destroy(&ctx->cond);
+	pthread_mutex_destroy(&ctx->ident_lock);
 	pthread_mutex_destroy(&ctx->lock);
 free_ctx:
+	free(ctx->loops);
 	if (ctx->auth_pd)
 		ctx->ops->pd_free(ctx->auth_pd);
 	ibtrs_sec_fini(&ctx->sec);
@@ -1935,37 +2347,63 @@ uint16_t ibtrs_srv_get_port(struct ibtrs_srv_ctx *ctx)
 	return ctx ? ctx->port : 0;
 }
 
-static void srv_close_all(void *arg)
+/*
+ * The context's loop: no new connection or session from now on; the
+ * sessions leave the list, each held for srv_close_sess().
+ */
+static void srv_close_front(void *arg)
 {
 	struct ibtrs_srv_ctx *ctx = arg;
+	struct ibtrs_srv *sess;
 
+	ctx->closing = true;
 	srv_close_listener(ctx);
 	while (ctx->handshakes)
 		hs_close(ctx->handshakes->con, "server closing");
-	while (ctx->sessions) {
-		struct ibtrs_srv *sess = ctx->sessions;
-
-		sess_unlink(sess);
-		while (sess->paths)
-			path_close(sess->paths, "server closing");
-		sess_put(sess);
+	for (sess = ctx->sessions; sess; sess = sess->next) {
+		atomic_fetch_add(&sess->refs, 1);
+		sess->close_next = ctx->closing_list;
+		ctx->closing_list = sess;
 	}
+	while (ctx->sessions)
+		sess_unlink_put(ctx->sessions);
+}
+
+/* Its loop: the session's paths go, and the hold of srv_close_front(). */
+static void srv_close_sess(void *arg)
+{
+	struct ibtrs_srv *sess = arg;
+
+	sess->dying = true;
+	atomic_store(&sess->graced, false);
+	while (sess->paths)
+		path_close(sess->paths, "server closing");
+	sess_put(sess);
 }
 
 void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx)
 {
+	struct ibtrs_srv *sess, *next;
+
 	if (!ctx)
 		return;
 	ibtrs_ctl_unregister(&ctx->ctl);
-	ibtrs_loop_call(ctx->loop, srv_close_all, ctx);
+	ibtrs_loop_call(ctx->loop, srv_close_front, ctx);
+	for (sess = ctx->closing_list; sess; sess = next) {
+		next = sess->close_next;
+		ibtrs_loop_call(sess->sl->loop, srv_close_sess, sess);
+	}
+	ctx->closing_list = NULL;
 	/* Sessions end once the application answered their requests. */
 	pthread_mutex_lock(&ctx->lock);
 	while (ctx->nr_sessions || ctx->nr_cons)
 		pthread_cond_wait(&ctx->cond, &ctx->lock);
 	pthread_mutex_unlock(&ctx->lock);
-	ibtrs_loop_destroy(ctx->loop);
+	srv_loops_destroy(ctx);
+	free(ctx->loops);
 	ctx->ops->pd_free(ctx->auth_pd);
 	pthread_cond_destroy(&ctx->cond);
+	pthread_mutex_destroy(&ctx->ident_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	ibtrs_sec_fini(&ctx->sec);
 	free(ctx);
@@ -2047,6 +2485,7 @@ void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info)
 	info->queue_depth = ctx->queue_depth;
 	info->max_io_size = ctx->max_io_size;
 	info->loop = ctx->loop;
+	info->nr_loops = ctx->nr_loops;
 	info->max_sessions = ctx->max_sessions;
 	info->max_memory = ctx->max_memory;
 	pthread_mutex_lock(&ctx->lock);
@@ -2055,11 +2494,11 @@ void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info)
 }
 
 struct walk_call {
-	struct ibtrs_srv_ctx *ctx;
+	struct srv_loop *sl;
 	const struct srv_ctl_walker *w;
 };
 
-/* Loop thread: the sessions and paths are the loop's. */
+/* A loop's thread: its sessions and their paths are the loop's. */
 static void walk_sessions(void *arg)
 {
 	struct walk_call *wc = arg;
@@ -2067,10 +2506,11 @@ static void walk_sessions(void *arg)
 	struct ibtrs_srv *sess;
 	uint64_t now = ibtrs_now_ns();
 
-	for (sess = wc->ctx->sessions; sess; sess = sess->next) {
+	for (sess = wc->sl->sessions; sess; sess = sess->loop_next) {
 		struct srv_ctl_sess vs = {
 			.sessname = sess->sessname,
 			.uuid = sess->uuid,
+			.loop = wc->sl->idx,
 			.graced = !sess->nr_paths && sess->grace_until > now,
 			.incarnation = sess->incarnation,
 			.proto_xprt = atomic_load(&sess->proto_xprt),
@@ -2079,6 +2519,8 @@ static void walk_sessions(void *arg)
 		};
 		struct srv_path *path;
 
+		if (sess->dying)
+			continue;
 		if (vs.graced)
 			vs.grace_ms_left = (sess->grace_until - now) / 1000000;
 		w->sess(w->arg, &vs);
@@ -2105,7 +2547,11 @@ static void walk_sessions(void *arg)
 
 void srv_ctl_walk(struct ibtrs_srv_ctx *ctx, const struct srv_ctl_walker *w)
 {
-	struct walk_call wc = { .ctx = ctx, .w = w };
+	struct walk_call wc = { .w = w };
+	unsigned int i;
 
-	ibtrs_loop_call(ctx->loop, walk_sessions, &wc);
+	for (i = 0; i < ctx->nr_loops; i++) {
+		wc.sl = &ctx->loops[i];
+		ibtrs_loop_call(wc.sl->loop, walk_sessions, &wc);
+	}
 }

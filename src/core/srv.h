@@ -19,7 +19,8 @@
  * @backend: its transport's name
  * @queue_depth: chunks per session
  * @max_io_size: largest request
- * @loop: its loop
+ * @loop: its loop (the first of @nr_loops)
+ * @nr_loops: its loop threads
  * @max_sessions: most sessions at once
  * @max_memory: the memory limit, bytes (0: none)
  * @mem_used: what the sessions and connections count against it now
@@ -30,6 +31,7 @@ struct srv_ctl_info {
 	uint32_t queue_depth;
 	uint32_t max_io_size;
 	struct ibtrs_loop *loop;
+	unsigned int nr_loops;
 	uint32_t max_sessions;
 	uint64_t max_memory;
 	uint64_t mem_used;
@@ -39,6 +41,7 @@ struct srv_ctl_info {
  * struct srv_ctl_sess - one session as srv_ctl_walk() shows it
  * @sessname: its name
  * @uuid: its id
+ * @loop: the index of the context's loop it runs on
  * @graced: it has no path and is kept for a rejoin
  * @grace_ms_left: for how much longer, when @graced
  * @incarnation: its random identity, told to the client at every join
@@ -48,6 +51,7 @@ struct srv_ctl_info {
 struct srv_ctl_sess {
 	const char *sessname;
 	const uint8_t *uuid;
+	unsigned int loop;
 	bool graced;
 	uint64_t grace_ms_left;
 	uint64_t incarnation;
@@ -90,8 +94,9 @@ struct srv_ctl_walker {
 /* srv.c: the context's settings. */
 void srv_ctl_info(struct ibtrs_srv_ctx *ctx, struct srv_ctl_info *info);
 /*
- * srv.c: call @w for every session and its paths, on the context's loop
- * thread (the lists are the loop's); returns when done.
+ * srv.c: call @w for every session and its paths, on the thread of the
+ * loop each runs on (the lists are the loops'), loop by loop; returns
+ * when done. Not from a loop thread of the context.
  */
 void srv_ctl_walk(struct ibtrs_srv_ctx *ctx, const struct srv_ctl_walker *w);
 

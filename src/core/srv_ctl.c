@@ -24,6 +24,7 @@ static void walk_sess(void *arg, const struct srv_ctl_sess *s)
 	snprintf(inc, sizeof(inc), "%016llx",
 		 (unsigned long long)s->incarnation);
 	json_str(j, "incarnation", inc);
+	json_u64(j, "loop", s->loop);
 	json_u64(j, "proto_errors",
 		 s->proto_xprt + s->proto_msg + s->gen_rejected);
 	json_u64(j, "proto_xprt", s->proto_xprt);
@@ -83,6 +84,7 @@ static void srv_ctl_status(void *obj, struct json *j)
 	json_u64(j, "max_io_size", info.max_io_size);
 	json_u64(j, "max_sessions", info.max_sessions);
 	json_u64(j, "max_memory", info.max_memory);
+	json_u64(j, "loops", info.nr_loops);
 	json_u64(j, "memory", info.mem_used);
 	json_u64(j, "requests", st.requests);
 	json_u64(j, "replays", st.replays);

@@ -126,6 +126,13 @@ static int stub_start(struct ibtrs_xprt_con *con, struct ibtrs_loop *loop)
 	return -EOPNOTSUPP;
 }
 
+static int stub_move(struct ibtrs_xprt_con *con, struct ibtrs_loop *loop,
+		     void (*done)(struct ibtrs_xprt_con *con, int err))
+{
+	(void)con, (void)loop, (void)done;
+	return -EOPNOTSUPP;
+}
+
 static void stub_con_void(struct ibtrs_xprt_con *con)
 {
 	(void)con;
@@ -210,6 +217,7 @@ static void fill_stubs(struct ibtrs_xprt_ops *o)
 	FILL(start, stub_start);
 	FILL(disconnect, stub_con_void);
 	FILL(destroy, stub_con_void);
+	FILL(move, stub_move);
 	FILL(post_send, stub_post_send);
 	FILL(post_recv, stub_post_recv);
 	FILL(post_write, stub_post_write);

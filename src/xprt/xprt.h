@@ -273,6 +273,24 @@ struct ibtrs_xprt_ops {
 	 * the same domain (-EINVAL otherwise).
 	 */
 	int (*bind_pd)(struct ibtrs_xprt_con *con, struct ibtrs_xprt_pd *pd);
+	/*
+	 * Hand a started connection over to @loop: from a work item on the
+	 * connection's loop thread (ibtrs_loop_queue()), not from an event
+	 * callback: the batch of events being handled may hold one of the
+	 * connection's, which would then run on the old loop. The connection
+	 * leaves its loop at once, carrying the work it had queued there;
+	 * then @done(@con, err) runs on @loop's thread: with 0 the connection
+	 * is watched there and delivers everything (what arrived meanwhile
+	 * too) on @loop from then on; with an error it is stopped as by
+	 * disconnect(), without an err() call. Between the call and @done no
+	 * completion or err() is delivered; posts may still be made, but the
+	 * connection is neither disconnected nor destroyed. Return:
+	 * 0 and @done will run, or an error (nothing moved). With @con NULL it
+	 * only tells whether the backend can move: -EINVAL if it can, the
+	 * stub's -EOPNOTSUPP if not.
+	 */
+	int (*move)(struct ibtrs_xprt_con *con, struct ibtrs_loop *loop,
+		    void (*done)(struct ibtrs_xprt_con *con, int err));
 
 	/* --- data path, any thread unless noted --- */
 	int (*post_send)(struct ibtrs_xprt_con *con, const struct iovec *iov,

@@ -79,6 +79,9 @@ expect 2 server --stats-file
 expect 2 server --busy-poll 1000001
 expect 2 server --busy-poll x
 expect 2 server --busy-poll-adaptive
+expect 2 server --loops 0
+expect 2 server --loops 65
+expect 2 server --loops x
 expect 2 server --busy-poll 0 --busy-poll-adaptive
 expect 2 server --null --backing-file "$TMP/disk"
 expect 2 demo --time -3

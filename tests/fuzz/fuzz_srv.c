@@ -900,14 +900,14 @@ static void op_tick(struct fuzz_in *in)
 	uint64_t step = (fuzz_u8(in) + 1ull) * SRV_TICK_STEP_MS * 1000000ull;
 
 	atomic_fetch_add(&fake_ns, step);
-	srv_tick(srv); /* on the server's loop: this thread */
+	srv_tick(&srv->loops[0]); /* on the server's loop: this thread */
 }
 
 /**
  * close_sessions() - end every handshake and session, on the loop
  * @arg: unused
  *
- * As srv_close_all() does, but the listener stays: the next input
+ * As ibtrs_srv_close() does, but the listener stays: the next input
  * connects to the same server without the cost of listening again.
  */
 static void close_sessions(void *arg)
@@ -918,10 +918,10 @@ static void close_sessions(void *arg)
 	while (srv->sessions) {
 		struct ibtrs_srv *sess = srv->sessions;
 
-		sess_unlink(sess);
+		sess->dying = true;
 		while (sess->paths)
 			path_close(sess->paths, "input done");
-		sess_put(sess);
+		sess_unlink_put(sess);
 	}
 }
 

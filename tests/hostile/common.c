@@ -154,6 +154,11 @@ static void srv_start(void)
 	 */
 	o.hb_timeout_ms = 120 * 1000;
 	o.sess_grace_ms = 0;
+	/*
+	 * Two loops: the good session on the listener's, the attackers'
+	 * sessions on both, each handed over there after its handshake.
+	 */
+	o.loop_threads = 2;
 	srv.ctx = ibtrs_srv_open_opts(&o);
 	CHECK(srv.ctx);
 	srv.port = ibtrs_srv_get_port(srv.ctx);

@@ -111,7 +111,7 @@ struct loop_link;
  * @side: 0 for the client end, 1 for the server end
  * @pd: where the peer's WRITEs land
  * @attr: resources
- * @loop: the loop it runs on, once started
+ * @loop: the loop it runs on, once started (move() changes it)
  * @src: eventfd: frames, completions or a reset to handle
  * @timer: timerfd: frames held by a delay
  * @rq: posted receives, loop thread or before start
@@ -119,6 +119,8 @@ struct loop_link;
  * @has_answer: @answer is set
  * @local: this end's address
  * @peer: the other end's address
+ * @move_work: move(): runs on the new loop
+ * @move_done: move(): the owner's callback
  *
  * Under the link lock: @alive (not yet destroyed), @accepted (server end:
  * accept() ran), @started, @failed (stopped: no completions, posts fail),
@@ -139,6 +141,8 @@ struct loop_ep {
 	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
 	bool has_answer;
 	struct sockaddr_storage local, peer;
+	struct ibtrs_work move_work;
+	void (*move_done)(struct ibtrs_xprt_con *con, int err);
 
 	bool alive;
 	bool accepted;
@@ -1215,6 +1219,65 @@ close_src:
 	return ret;
 }
 
+/* The new loop's side of loop_move(). */
+static void loop_move_work(struct ibtrs_work *w)
+{
+	struct loop_ep *e = container_of(w, struct loop_ep, move_work);
+	struct loop_link *l = e->link;
+	int ret;
+
+	ret = ibtrs_loop_add(e->loop, &e->timer, EPOLLIN);
+	if (!ret) {
+		ret = ibtrs_loop_add(e->loop, &e->src, EPOLLIN);
+		if (ret)
+			ibtrs_loop_del(e->loop, &e->timer);
+	}
+	if (ret) {
+		/* Off every loop: nothing for ep_fail() to delete. */
+		pthread_mutex_lock(&l->lock);
+		e->started = false;
+		pthread_mutex_unlock(&l->lock);
+		ep_fail(e, 0);
+		e->move_done(&e->base, ret);
+		return;
+	}
+	e->move_done(&e->base, 0);
+	/* Frames and completions that came meanwhile: the eventfd kept
+	 * their count, but a kick costs nothing and makes sure. */
+	pthread_mutex_lock(&l->lock);
+	ep_kick(e);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/*
+ * The old loop's thread: both descriptors leave its epoll; the eventfd
+ * and the timer keep what they counted, and the new loop sees it.
+ */
+static int loop_move(struct ibtrs_xprt_con *con, struct ibtrs_loop *loop,
+		     void (*done)(struct ibtrs_xprt_con *con, int err))
+{
+	struct loop_ep *e;
+	bool ok;
+
+	if (!con || !loop || !done)
+		return -EINVAL;
+	e = to_ep(con);
+	pthread_mutex_lock(&e->link->lock);
+	ok = e->started && !e->failed;
+	pthread_mutex_unlock(&e->link->lock);
+	if (!ok)
+		return -ENOTCONN;
+	if (loop == e->loop)
+		return -EINVAL;
+	ibtrs_loop_del(e->loop, &e->src);
+	ibtrs_loop_del(e->loop, &e->timer);
+	e->loop = loop;
+	e->move_done = done;
+	e->move_work.fn = loop_move_work;
+	ibtrs_loop_queue(loop, &e->move_work);
+	return 0;
+}
+
 static void loop_disconnect(struct ibtrs_xprt_con *con)
 {
 	ep_fail(to_ep(con), 0);
@@ -1231,6 +1294,8 @@ static void loop_destroy(struct ibtrs_xprt_con *con)
 		return;
 	e = to_ep(con);
 	l = e->link;
+	if (e->loop)
+		ibtrs_loop_cancel(e->loop, &e->move_work);
 	ep_fail(e, 0); /* nothing if it already stopped */
 	pthread_mutex_lock(&l->lock);
 	if (e->src.fd >= 0)
@@ -1412,6 +1477,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops = {
 	.disconnect = loop_disconnect,
 	.destroy = loop_destroy,
 	.bind_pd = loop_bind_pd,
+	.move = loop_move,
 	.post_send = loop_post_send,
 	.post_recv = loop_post_recv,
 	.post_write = loop_post_write,

@@ -359,6 +359,9 @@ struct ofi_con {
 	bool has_peer_sink;
 	uint8_t answer[IBTRS_XPRT_PRIV_LEN];
 	bool has_answer;
+	/* ofi_move(): runs on the new loop, then tells the owner */
+	struct ibtrs_work move_work;
+	void (*move_done)(struct ibtrs_xprt_con *con, int err);
 
 	/* send side, under sq_lock */
 	pthread_mutex_t sq_lock;
@@ -2316,6 +2319,68 @@ out:
 	return ret;
 }
 
+/* The new loop's side of ofi_move(): the wait objects there. */
+static void ofi_move_work(struct ibtrs_work *w)
+{
+	struct ofi_con *c = container_of(w, struct ofi_con, move_work);
+	int ret;
+
+	ret = ibtrs_loop_add(c->loop, &c->kick_src, EPOLLIN);
+	if (!ret) {
+		ret = ibtrs_loop_add(c->loop, &c->eq_src, EPOLLIN);
+		if (ret)
+			ibtrs_loop_del(c->loop, &c->kick_src);
+	}
+	if (!ret && c->tx_src_added) {
+		ret = ibtrs_loop_add(c->loop, &c->tx_src, EPOLLIN);
+		if (ret) {
+			c->tx_src_added = false;
+			c->rx_src_added = false;
+		}
+	}
+	if (!ret && c->rx_src_added) {
+		ret = ibtrs_loop_add(c->loop, &c->rx_src, EPOLLIN);
+		if (ret)
+			c->rx_src_added = false;
+	}
+	if (ret) {
+		/* What was added goes (a delete of one not added fails). */
+		ofi_fail(c, 0);
+		c->move_done(&c->base, ret);
+		return;
+	}
+	c->move_done(&c->base, 0);
+	/* What completed meanwhile: the round reads it. */
+	ofi_kick(c);
+}
+
+/*
+ * The old loop's thread: the connection's wait objects leave its epoll;
+ * what they signal meanwhile waits for the new loop, and nothing of the
+ * backend is queued on a loop. Under sq_lock, as a post reads c->loop.
+ */
+static int ofi_move(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop,
+		    void (*done)(struct ibtrs_xprt_con *con, int err))
+{
+	struct ofi_con *c;
+
+	if (!xcon || !loop || !done)
+		return -EINVAL;
+	c = to_ofi_con(xcon);
+	if (c->failed || !c->started)
+		return -ENOTCONN;
+	if (loop == c->loop)
+		return -EINVAL;
+	c->move_done = done;
+	c->move_work.fn = ofi_move_work;
+	pthread_mutex_lock(&c->sq_lock);
+	ofi_srcs_del(c);
+	c->loop = loop;
+	pthread_mutex_unlock(&c->sq_lock);
+	ibtrs_loop_queue(loop, &c->move_work);
+	return 0;
+}
+
 static void ofi_destroy(struct ibtrs_xprt_con *xcon)
 {
 	struct ofi_con *c;
@@ -2625,6 +2690,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_ofi_ops = {
 	.disconnect = ofi_disconnect,
 	.destroy = ofi_destroy,
 	.bind_pd = ofi_bind_pd,
+	.move = ofi_move,
 	.post_send = ofi_post_send,
 	.post_recv = ofi_post_recv,
 	.post_write = ofi_post_write,

@@ -122,9 +122,12 @@ struct tcp_con {
 	struct tcp_tls *tls;	   /* NULL: plaintext */
 	struct ibtrs_work rx_work; /* TLS: read on what is held in memory */
 	struct ibtrs_xprt_pd *pd;
-	struct ibtrs_loop *loop;
+	struct ibtrs_loop *loop; /* changed by move() under sq_lock */
 	struct ibtrs_loop_src src;
 	struct ibtrs_xprt_con_attr attr;
+	/* move(): runs on the new loop, then tells the owner */
+	struct ibtrs_work move_work;
+	void (*move_done)(struct ibtrs_xprt_con *con, int err);
 	struct tcp_hello answer; /* server: sent by start() */
 	bool has_answer;
 	bool started;
@@ -324,6 +327,7 @@ static void tcp_destroy(struct ibtrs_xprt_con *xcon)
 	if (c->loop) {
 		ibtrs_loop_cancel(c->loop, &c->flush_work);
 		ibtrs_loop_cancel(c->loop, &c->rx_work);
+		ibtrs_loop_cancel(c->loop, &c->move_work);
 	}
 	tcp_tls_free(c->tls);
 	if (c->fd >= 0)
@@ -749,11 +753,13 @@ static int tcp_post(struct tcp_con *c, const struct iovec *iov,
 		((flags & IBTRS_XPRT_LAZY) && !ibtrs_loop_on_thread(c->loop)));
 	if (lazy && !c->in_rx && !c->flush_asked)
 		ask = c->flush_asked = true;
-	pthread_mutex_unlock(&c->sq_lock);
-
+	/* Queued under the lock: a move() of the connection to another
+	 * loop takes the work item along, and none is left behind. */
 	if (ask)
 		ibtrs_loop_queue(c->loop, &c->flush_work);
-	else if (started && !lazy)
+	pthread_mutex_unlock(&c->sq_lock);
+
+	if (!ask && started && !lazy)
 		tcp_flush(c);
 	return 0;
 }
@@ -1298,6 +1304,66 @@ static int tcp_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	return 0;
 }
 
+/* The new loop's side of tcp_move(). */
+static void tcp_move_work(struct ibtrs_work *w)
+{
+	struct tcp_con *c = container_of(w, struct tcp_con, move_work);
+	uint32_t ev = EPOLLIN | EPOLLRDHUP;
+	int ret;
+
+	pthread_mutex_lock(&c->sq_lock);
+	/* A flush that ran meanwhile and found the socket full armed
+	 * nothing: the socket was on no loop. */
+	if (c->blocked)
+		ev |= EPOLLOUT;
+	ret = ibtrs_loop_add(c->loop, &c->src, ev);
+	pthread_mutex_unlock(&c->sq_lock);
+	if (ret) {
+		tcp_fail(c, 0);
+		c->move_done(&c->base, ret);
+		return;
+	}
+	c->move_done(&c->base, 0);
+	/* What the old loop had read into the staging buffer or the record
+	 * layer and not yet delivered: the socket does not signal it. */
+	if (!c->failed)
+		ibtrs_loop_queue(c->loop, &c->rx_work);
+}
+
+/*
+ * The old loop's thread: off its epoll now, so that no event of the
+ * connection runs there again; the work items queued there follow it.
+ * Under sq_lock, so that a post on another thread queues its flush on
+ * one loop or the other, never on one the connection left.
+ */
+static int tcp_move(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop,
+		    void (*done)(struct ibtrs_xprt_con *con, int err))
+{
+	struct tcp_con *c;
+	bool flush;
+
+	if (!xcon || !loop || !done)
+		return -EINVAL;
+	c = to_tcp_con(xcon);
+	if (c->failed || !c->started)
+		return -ENOTCONN;
+	if (loop == c->loop)
+		return -EINVAL;
+	c->move_done = done;
+	c->move_work.fn = tcp_move_work;
+	pthread_mutex_lock(&c->sq_lock);
+	ibtrs_loop_del(c->loop, &c->src);
+	flush = c->flush_asked; /* queued: it cannot be running */
+	ibtrs_loop_cancel(c->loop, &c->flush_work);
+	ibtrs_loop_cancel(c->loop, &c->rx_work);
+	c->loop = loop;
+	ibtrs_loop_queue(loop, &c->move_work);
+	if (flush)
+		ibtrs_loop_queue(loop, &c->flush_work);
+	pthread_mutex_unlock(&c->sq_lock);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* listener                                                             */
 
@@ -1813,6 +1879,7 @@ const struct ibtrs_xprt_ops ibtrs_xprt_tcp_ops = {
 	.disconnect = tcp_disconnect,
 	.destroy = tcp_destroy,
 	.bind_pd = tcp_bind_pd,
+	.move = tcp_move,
 	.post_send = tcp_post_send,
 	.post_recv = tcp_post_recv,
 	.post_write = tcp_post_write,
