@@ -845,7 +845,8 @@ void usage_server(FILE *f)
 		"      --busy-poll-adaptive poll for a window of at most US that\n"
 		"                           adapts: open while events come closer\n"
 		"                           together than US, closed while further apart\n"
-		"      --loops N            loop threads, 1..%u (default 1): the first\n"
+		"      --loops N            loop threads, 1..%u (default: one per\n"
+		"                           online CPU): the first\n"
 		"                           also accepts and authenticates; each\n"
 		"                           session runs on the one that had the\n"
 		"                           fewest when it was made\n"
@@ -1239,6 +1240,16 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 	cfg.log_prefix = TOOL_NAME ": ";
 	cfg.exports = exports;
 	cfg.nr_exports = *nr_exports;
+	if (!cfg.loop_threads) {
+		/* A loop per core: many sessions use them all. */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		if (cpus < 1)
+			cpus = 1;
+		if (cpus > IBTRS_SRV_MAX_LOOPS)
+			cpus = IBTRS_SRV_MAX_LOOPS;
+		cfg.loop_threads = (uint32_t)cpus;
+	}
 
 	ctx = tool_srv_start(&cfg);
 	if (!ctx)

@@ -483,7 +483,7 @@ static void st_print_client(FILE *f, const struct st_view *v, pid_t pid,
 
 static void st_print_server(FILE *f, bool wide, const struct jval *s)
 {
-	uint64_t kept_ms = 0;
+	uint64_t kept_ms = 0, nloops;
 	size_t kept = 0;
 	static const char *const head[] = { "PEER",    "STATE",	   "CONS",
 					    "RD-OPS",  "RD-BYTES", "WR-OPS",
@@ -499,13 +499,18 @@ static void st_print_server(FILE *f, bool wide, const struct jval *s)
 	size_t i, k;
 
 	st_human_bytes(mio, sizeof(mio), jget_u64(s, "max_io_size", 0));
+	nloops = jget_u64(s, "loops", 1);
 	fprintf(f,
-		"  server port %llu  queue depth %llu  max io %s  backend %s\n"
-		"    requests %llu  replays %llu  stale %llu  busy %llu  "
-		"proto errors %llu\n",
+		"  server port %llu  queue depth %llu  max io %s  backend %s",
 		(unsigned long long)jget_u64(s, "port", 0),
 		(unsigned long long)jget_u64(s, "queue_depth", 0), mio,
-		jget_str(s, "backend", "?"),
+		jget_str(s, "backend", "?"));
+	if (nloops > 1)
+		fprintf(f, "  loops %llu", (unsigned long long)nloops);
+	fprintf(f,
+		"\n"
+		"    requests %llu  replays %llu  stale %llu  busy %llu  "
+		"proto errors %llu\n",
 		(unsigned long long)jget_u64(s, "requests", 0),
 		(unsigned long long)jget_u64(s, "replays", 0),
 		(unsigned long long)jget_u64(s, "stale", 0),
@@ -531,6 +536,9 @@ static void st_print_server(FILE *f, bool wide, const struct jval *s)
 		fprintf(f, "    session %s (%.8s)",
 			jget_str(se, "sessname", "?"),
 			jget_str(se, "uuid", "?"));
+		if (nloops > 1)
+			fprintf(f, "  loop %llu",
+				(unsigned long long)jget_u64(se, "loop", 0));
 		if (jget_has(se, "grace_ms_left"))
 			fprintf(f, "  no paths, kept %.1f s more",
 				(double)jget_u64(se, "grace_ms_left", 0) /

@@ -3,8 +3,10 @@
 # srv_loops.sh - "ibtrs server --loops 3" runs three loop threads
 # (ibtrs-srv/0 to /2); six sessions of one "ibtrs bench --sessions 6"
 # are spread over them, two each, as "ibtrs status --json" shows (each
-# server session's "loop", the context's "loops"), and the bench
-# completes with every request verified.
+# server session's "loop", the context's "loops"; the table's "loop" and
+# "loops"), and the bench
+# completes with every request verified. Without --loops the server
+# has one loop per online CPU.
 # Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
@@ -53,9 +55,29 @@ for ((i = 0; i < 200; i++)); do
 done
 echo "server loops and its sessions' loops: $(cat "$TMP/spread")"
 spread >/dev/null || fail "sessions not spread: $(cat "$TMP/spread")"
+# The table says so too: the context's loops, each session's loop.
+run_bounded 20 "$IBTRS" status --pid "$SRV_PID" >"$TMP/st" 2>&1 </dev/null
+grep -Eq '^  server port [0-9]+ .* loops 3$' "$TMP/st" ||
+	fail "status: no loops on the server line: $(cat "$TMP/st")"
+[ "$(grep -Ec '^    session .*  loop [0-2]$' "$TMP/st")" = 6 ] ||
+	fail "status: not six sessions with their loop: $(cat "$TMP/st")"
 kill -TERM "$bench"
 wait "$bench"
 rc=$?
 [ "$rc" -eq 0 ] || fail "bench: exit $rc: $(cat "$TMP/b.err")"
+stop_server "$SRV_PID"
+
+# Without --loops: one loop per online CPU ("ibtrs-srv" alone for one).
+cpus=$(getconf _NPROCESSORS_ONLN)
+start_server dflt --port 0 --listen ip:127.0.0.1 --quiet
+loops_all() {
+	cat /proc/"$SRV_PID"/task/*/comm 2>/dev/null | grep -Ec '^ibtrs-srv(/[0-9]+)?$'
+}
+for ((i = 0; i < 100; i++)); do
+	[ "$(loops_all)" = "$cpus" ] && break
+	sleep 0.1
+done
+[ "$(loops_all)" = "$cpus" ] ||
+	fail "default: $(loops_all) server loop threads, not one per CPU ($cpus)"
 stop_server "$SRV_PID"
 echo "ok"

@@ -224,7 +224,7 @@ grep -Eq "^ +0  connected  127\.0\.0\.1:$SRV_PORT +[0-9]+ +0 +0\.0 " "$TMP/out" 
 ok status --wide
 grep -Eq "^ +IDX +STATE +SRC->DST +INFLT +IOPS +MB/S +RD-OPS +RD-BYTES +WR-OPS +WR-BYTES +ERR +FAILOV +RECON +HB-RTT +P50 +P99 +MAX +ALL-P50 +ALL-P99 +ALL-P99\.9 +ALL-MAX$" \
 	"$TMP/out" || fail "status --wide: not every column"
-grep -Eq "^    session $SESS \([0-9a-f]{8}\)$" "$TMP/out" ||
+grep -Eq "^    session $SESS \([0-9a-f]{8}\)(  loop [0-9]+)?$" "$TMP/out" ||
 	fail "status: the server's session has no UUID to tell it apart"
 
 # Prometheus.
