@@ -189,7 +189,29 @@ struct ofi_dom {
 	struct fid_domain *domain;
 	unsigned int refs;
 	_Atomic uint32_t next_key;
+	/* OFI_Q_FLAT_WAIT (see ofi_flat_open()) */
+	bool flat;
+	struct fid_wait *pws; /* wait set of @pcq */
+	struct fid_cq *pcq;   /* no endpoint: a read is a progress pass */
+	int pfd;	      /* readable while a socket of the domain is */
 };
+
+/*
+ * OFI_Q_FLAT_WAIT: the domain's progress fd in one loop, for all the
+ * connections of the domain that loop runs. Entries are kept (at most one
+ * per loop and domain that ever ran one) so that an event of a source
+ * deleted in the same epoll batch never finds freed memory; all under
+ * ofi_dom_lock.
+ */
+struct ofi_dom_src {
+	struct ofi_dom_src *next;
+	struct ibtrs_loop *loop;
+	struct ofi_dom *dom; /* NULL while unused */
+	unsigned int refs;   /* started connections of @dom on @loop */
+	struct ibtrs_loop_src src;
+};
+
+static struct ofi_dom_src *ofi_dom_srcs;
 
 /* The shared domains, under ofi_dom_lock. */
 static struct ofi_dom *ofi_doms;
@@ -209,30 +231,45 @@ struct ofi_pd {
 	unsigned int nr_direct;
 	bool serial;
 	bool trywait; /* fi_trywait() reports what is pending */
+	bool flat;    /* OFI_Q_FLAT_WAIT: connections wait as ofi_flat_open()
+		       * says */
 };
 
 /*
  * Held around each call into a provider that needs it (OFI_Q_SERIAL): one
  * lock for the process, as a lock per domain was not enough for net (when
- * the client and the server of one process had a domain each).
+ * the client and the server of one process had a domain each). A plain
+ * mutex: a ticket lock, which hands it over in the order asked, cost net
+ * a fifth or more of its rate and doubled func/threads, and the mutex
+ * missed no heartbeat once the loops stopped spinning (OFI_Q_FLAT_WAIT).
  */
 static pthread_mutex_t ofi_call_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ofi_call_enter(void)
+{
+	pthread_mutex_lock(&ofi_call_lock);
+}
+
+static void ofi_call_leave(void)
+{
+	pthread_mutex_unlock(&ofi_call_lock);
+}
 
 /*
  * A call into the provider of pd @pd, under ofi_call_lock where the
  * provider needs it. The lock is the innermost: nothing is taken and no
- * handler runs under it.
+ * handler runs under it, and nothing under it sleeps.
  */
-#define OFI_CALL(pd, expr)                                    \
-	({                                                    \
-		struct ofi_pd *pd_ = (pd);                    \
-		__typeof__(expr) r_;                          \
-		if (pd_->serial)                              \
-			pthread_mutex_lock(&ofi_call_lock);   \
-		r_ = (expr);                                  \
-		if (pd_->serial)                              \
-			pthread_mutex_unlock(&ofi_call_lock); \
-		r_;                                           \
+#define OFI_CALL(pd, expr)                 \
+	({                                 \
+		struct ofi_pd *pd_ = (pd); \
+		__typeof__(expr) r_;       \
+		if (pd_->serial)           \
+			ofi_call_enter();  \
+		r_ = (expr);               \
+		if (pd_->serial)           \
+			ofi_call_leave();  \
+		r_;                        \
 	})
 
 /**
@@ -340,14 +377,18 @@ struct ofi_con {
 	struct fid_eq *eq;
 	struct fid_cq *txcq;
 	struct fid_cq *rxcq;
+	struct fid_wait *ws; /* OFI_Q_FLAT_WAIT: of both CQs */
+	int ws_fd;	     /* its signal */
 	struct ibtrs_loop *loop;
 	struct ibtrs_loop_src eq_src;
 	struct ibtrs_loop_src tx_src;
 	struct ibtrs_loop_src rx_src;
 	struct ibtrs_loop_src kick_src;
 	bool in_round; /* ofi_con_progress() runs its rounds; loop thread */
+	bool eq_src_added;
 	bool tx_src_added;
 	bool rx_src_added;
+	bool dom_src_added; /* OFI_Q_FLAT_WAIT: ofi_dom_src_get() */
 	struct ibtrs_xprt_con_attr attr;
 	size_t iov_limit;
 	size_t tx_max;
@@ -391,6 +432,7 @@ struct ofi_con {
 struct ofi_listener {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
+	struct fid_wait *ws; /* OFI_Q_FLAT_WAIT: of @eq, to reset its signal */
 	struct fid_eq *eq;
 	struct fid_pep *pep;
 	struct ibtrs_loop *loop;
@@ -547,6 +589,9 @@ enum {
 				*/
 	OFI_Q_NO_TRYWAIT = 1 << 1, /* fi_trywait() tells nothing: every post
 				    * and every read is followed through */
+	OFI_Q_FLAT_WAIT = 1 << 2,  /* wait objects nest the domain's progress
+				    * epoll and keep their signal set: see
+				    * ofi_flat_open() */
 };
 
 static const struct {
@@ -555,8 +600,10 @@ static const struct {
 } ofi_quirk_tab[] = {
 	/* 1.17: FI_THREAD_SAFE, yet concurrent fi_cq_read()s and posts on
 	 * endpoints of one domain crash it; its fi_trywait() returns 0
-	 * without looking at anything (xnet_trywait()). */
-	{ "net", OFI_Q_SERIAL | OFI_Q_NO_TRYWAIT },
+	 * without looking at anything (xnet_trywait()), so nothing resets
+	 * the signal of a CQ's or EQ's wait object; and each of these
+	 * objects nests the domain's progress epoll. */
+	{ "net", OFI_Q_SERIAL | OFI_Q_FLAT_WAIT },
 };
 
 static unsigned int ofi_quirks(const char *prov)
@@ -813,6 +860,193 @@ static bool ofi_same_str(const char *a, const char *b)
 }
 
 /*
+ * OFI_Q_FLAT_WAIT. net (1.17) gives every CQ and EQ with a wait object an
+ * epoll of its own holding the object's signal and the domain's progress
+ * epoll, where every socket of the domain is. Three of them per
+ * connection in the loops made every socket event wake every connection
+ * of the process, and the kernel refuses more than 100 epolls nested that
+ * way above one file (EINVAL from epoll_ctl() for the 34th connection).
+ * Nothing resets the signals either: its fi_trywait() looks at nothing,
+ * so once a completion came the fds stayed readable and the loops spun.
+ *
+ * So on such a provider the fds go into the loops flat: a connection's
+ * two CQs share a wait set of kind FI_WAIT_POLLFD, whose fds libfabric
+ * hands out one by one; its own signal is the connection's source, reset
+ * by fi_wait() with no timeout before the loop sleeps (that also tells
+ * whether a CQ holds completions). The domain's progress epoll goes into
+ * each loop once (struct ofi_dom_src): when a socket needs progress, a
+ * read of a CQ with no endpoint (ofi_dom.pcq) makes one pass, and the
+ * completions it finds signal their connections' sets. A connection's EQ
+ * has no wait object: after the connect every event of it (a shutdown,
+ * an error) comes with the flush of its posted receives, and so with a
+ * receive completion.
+ */
+
+/* The fds of wait set @ws (FI_WAIT_POLLFD). Return: how many, or a
+ * negative errno. */
+static int ofi_ws_fds(struct fid_wait *ws, struct pollfd *fds, size_t max)
+{
+	struct fi_wait_pollfd p = { .nfds = max, .fd = fds };
+	int ret = fi_control(&ws->fid, FI_GETWAIT, &p);
+
+	if (ret)
+		return ret == -FI_ETOOSMALL || ret == FI_ETOOSMALL
+			       ? -ENOBUFS
+			       : ofi_errno(ret);
+	return p.nfds > max ? -ENOBUFS : (int)p.nfds;
+}
+
+/*
+ * Open a wait set of kind FI_WAIT_POLLFD on @fabric; *@sig is its own
+ * signal fd. libfabric's pollfds apply an fd added (the signal here) at
+ * their next wait, and their first entry is an fd of their own: the set
+ * waits once, briefly, before its fds are asked for. Nothing is bound to
+ * it yet, so the wait calls into no provider.
+ */
+static int ofi_flat_ws(struct fid_fabric *fabric, struct fid_wait **wsp,
+		       int *sig)
+{
+	struct fi_wait_attr a = { .wait_obj = FI_WAIT_POLLFD };
+	struct pollfd fds[4];
+	int n, ret;
+
+	ret = fi_wait_open(fabric, &a, wsp);
+	if (ret)
+		return ofi_errno(ret);
+	(void)fi_wait(*wsp, 2);
+	n = ofi_ws_fds(*wsp, fds, 4);
+	if (n != 2) {
+		fi_close(&(*wsp)->fid);
+		*wsp = NULL;
+		return n < 0 ? n : -ENODATA;
+	}
+	*sig = fds[1].fd;
+	return 0;
+}
+
+/*
+ * The domain's part of OFI_Q_FLAT_WAIT: a CQ with no endpoint, bound to a
+ * wait set of its own, through which libfabric hands out the domain's
+ * progress epoll (the fd of the set that is not its signal). The domain is
+ * new: nothing else runs in it, no lock is needed.
+ */
+static int ofi_flat_open(struct ofi_dom *d)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_DATA,
+				   .wait_obj = FI_WAIT_SET,
+				   .size = 1 };
+	struct pollfd fds[4];
+	int sig, n, i, ret;
+
+	d->pfd = -1;
+	ret = ofi_flat_ws(d->fabric, &d->pws, &sig);
+	if (ret)
+		return ret;
+	attr.wait_set = d->pws;
+	ret = fi_cq_open(d->domain, &attr, &d->pcq, NULL);
+	if (ret) {
+		ret = ofi_errno(ret);
+		goto close_ws;
+	}
+	(void)fi_wait(d->pws, 2);
+	n = ofi_ws_fds(d->pws, fds, 4);
+	for (i = 1; i < n; i++)
+		if (fds[i].fd != sig)
+			d->pfd = fds[i].fd;
+	if (d->pfd >= 0)
+		return 0;
+	ret = n < 0 ? n : -ENODATA;
+	fi_close(&d->pcq->fid);
+	d->pcq = NULL;
+close_ws:
+	fi_close(&d->pws->fid);
+	d->pws = NULL;
+	return ret;
+}
+
+static void ofi_flat_close(struct ofi_dom *d)
+{
+	if (d->pcq)
+		fi_close(&d->pcq->fid);
+	if (d->pws)
+		fi_close(&d->pws->fid);
+}
+
+/* The domain's progress fd fired in a loop: one progress pass. */
+static void ofi_dom_src_event(struct ibtrs_loop_src *src, uint32_t events)
+{
+	struct ofi_dom_src *s = container_of(src, struct ofi_dom_src, src);
+	struct fi_cq_data_entry e;
+	struct ofi_dom *d;
+
+	(void)events;
+	pthread_mutex_lock(&ofi_dom_lock);
+	d = s->refs ? s->dom : NULL;
+	pthread_mutex_unlock(&ofi_dom_lock);
+	if (!d)
+		return; /* deleted in this batch of events */
+	ofi_call_enter();
+	(void)fi_cq_read(d->pcq, &e, 1);
+	ofi_call_leave();
+}
+
+/* A connection of @d starts on @loop: the domain's fd is in it. */
+static int ofi_dom_src_get(struct ofi_dom *d, struct ibtrs_loop *loop)
+{
+	struct ofi_dom_src *s, *unused = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&ofi_dom_lock);
+	for (s = ofi_dom_srcs; s; s = s->next) {
+		if (s->refs && s->loop == loop && s->dom == d)
+			break;
+		if (!s->refs && !unused)
+			unused = s;
+	}
+	if (!s) {
+		s = unused;
+		if (!s) {
+			s = calloc(1, sizeof(*s));
+			if (!s) {
+				ret = -ENOMEM;
+				goto unlock;
+			}
+			s->next = ofi_dom_srcs;
+			ofi_dom_srcs = s;
+		}
+		s->loop = loop;
+		s->dom = d;
+		s->src.fd = d->pfd;
+		s->src.cb = ofi_dom_src_event;
+		ret = ibtrs_loop_add(loop, &s->src, EPOLLIN);
+		if (ret) {
+			s->dom = NULL;
+			goto unlock;
+		}
+	}
+	s->refs++;
+unlock:
+	pthread_mutex_unlock(&ofi_dom_lock);
+	return ret;
+}
+
+/* A connection of @d on @loop stopped: the last one takes the fd out. */
+static void ofi_dom_src_put(struct ofi_dom *d, struct ibtrs_loop *loop)
+{
+	struct ofi_dom_src *s;
+
+	pthread_mutex_lock(&ofi_dom_lock);
+	for (s = ofi_dom_srcs; s; s = s->next)
+		if (s->refs && s->loop == loop && s->dom == d)
+			break;
+	if (s && !--s->refs) {
+		ibtrs_loop_del(loop, &s->src);
+		s->dom = NULL;
+	}
+	pthread_mutex_unlock(&ofi_dom_lock);
+}
+
+/*
  * The shared domain of the provider and domain @info names, opened on its
  * first pd. Takes @info (kept or freed). Return: 0 or a negative errno.
  */
@@ -859,6 +1093,18 @@ static int ofi_dom_get(struct fi_info *info, struct ofi_dom **domp)
 			  ofi_prov(info), strerror(-ret));
 		goto close_fabric;
 	}
+	d->flat = ofi_quirks(ofi_prov(info)) & OFI_Q_FLAT_WAIT;
+	if (d->flat) {
+		ret = ofi_flat_open(d);
+		if (ret) {
+			ibtrs_log(
+				IBTRS_LOG_ERR,
+				"ofi: provider %s: cannot find the domain's progress fd: %s",
+				ofi_prov(info), strerror(-ret));
+			fi_close(&d->domain->fid);
+			goto close_fabric;
+		}
+	}
 	/* Keys start at random, so that no two processes issue the same. */
 	ibtrs_random(&key0, sizeof(key0));
 	atomic_init(&d->next_key, key0 | 1);
@@ -893,6 +1139,7 @@ static void ofi_dom_put(struct ofi_dom *d)
 		;
 	*pp = d->next;
 	pthread_mutex_unlock(&ofi_dom_lock);
+	ofi_flat_close(d);
 	fi_close(&d->domain->fid);
 	fi_close(&d->fabric->fid);
 	fi_freeinfo(d->info);
@@ -926,6 +1173,7 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 	pthread_rwlock_init(&pd->lock, NULL);
 	pd->serial = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_SERIAL;
 	pd->trywait = !(ofi_quirks(ofi_prov(pd->info)) & OFI_Q_NO_TRYWAIT);
+	pd->flat = pd->dom->flat;
 	ibtrs_log(IBTRS_LOG_DEBUG, "ofi: pd on %s/%s, mr_mode %#llx",
 		  ofi_prov(pd->info), ofi_domain_name(pd->info),
 		  (unsigned long long)pd->mr_mode);
@@ -1173,6 +1421,8 @@ static void ofi_con_free(struct ofi_con *c)
 		OFI_CALL(c->pd, fi_close(&c->rxcq->fid));
 	if (c->eq)
 		OFI_CALL(c->pd, fi_close(&c->eq->fid));
+	if (c->ws)
+		fi_close(&c->ws->fid);
 	if (c->kick_src.fd >= 0)
 		close(c->kick_src.fd);
 	if (c->rxmr)
@@ -1285,6 +1535,15 @@ static int ofi_con_open(struct ofi_pd *pd, struct fi_info *info,
 		goto fail;
 	}
 
+	if (pd->flat) {
+		/* The EQ is read in every round; see ofi_flat_open(). */
+		eq_attr.wait_obj = FI_WAIT_NONE;
+		ret = ofi_flat_ws(pd->fabric, &c->ws, &c->ws_fd);
+		if (ret)
+			goto fail;
+		cq_attr.wait_obj = FI_WAIT_SET;
+		cq_attr.wait_set = c->ws;
+	}
 	ret = fi_eq_open(pd->fabric, &eq_attr, &c->eq, NULL);
 	if (ret)
 		goto fail_fi;
@@ -1383,7 +1642,9 @@ static int ofi_connect(struct ibtrs_xprt_pd *xpd, const struct sockaddr *src,
 		ret = -EMSGSIZE;
 		goto fail;
 	}
-	if (fi_control(&c->eq->fid, FI_GETWAIT, &fd))
+	if (pd->flat)
+		fd = pd->dom->pfd; /* the EQ has no wait object */
+	else if (fi_control(&c->eq->fid, FI_GETWAIT, &fd))
 		fd = -1;
 	ret = OFI_CALL(pd, fi_connect(c->ep, info->dest_addr, cm, plen));
 	if (ret) {
@@ -2076,11 +2337,16 @@ static int ofi_eq_poll(struct ofi_con *c)
 static void ofi_srcs_del(struct ofi_con *c)
 {
 	ibtrs_loop_del(c->loop, &c->kick_src);
-	ibtrs_loop_del(c->loop, &c->eq_src);
+	if (c->eq_src_added)
+		ibtrs_loop_del(c->loop, &c->eq_src);
 	if (c->tx_src_added)
 		ibtrs_loop_del(c->loop, &c->tx_src);
 	if (c->rx_src_added)
 		ibtrs_loop_del(c->loop, &c->rx_src);
+	if (c->dom_src_added)
+		ofi_dom_src_put(c->pd->dom, c->loop);
+	c->eq_src_added = c->tx_src_added = c->rx_src_added = false;
+	c->dom_src_added = false;
 }
 
 /**
@@ -2179,7 +2445,16 @@ static void ofi_con_rounds(struct ofi_con *c)
 			ofi_fail(c, ret);
 			return;
 		}
-		/* Sleep only when the provider says nothing is pending. */
+		/*
+		 * Sleep only when the provider says nothing is pending. A
+		 * flat wait set (OFI_Q_FLAT_WAIT) is asked itself: its
+		 * signal is reset, then its CQs are looked at.
+		 */
+		if (c->ws) {
+			if (OFI_CALL(c->pd, fi_wait(c->ws, 0)))
+				return;
+			continue;
+		}
 		ret = OFI_CALL(c->pd, fi_trywait(c->pd->fabric, fids, 3));
 		if (ret != -FI_EAGAIN)
 			return;
@@ -2247,13 +2522,19 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 
 	if (c->failed)
 		return -ENOTCONN;
-	ret = ofi_wait_fd(&c->eq->fid, &c->eq_src.fd);
-	if (!ret)
-		ret = ofi_wait_fd(&c->txcq->fid, &c->tx_src.fd);
-	if (!ret)
-		ret = ofi_wait_fd(&c->rxcq->fid, &c->rx_src.fd);
-	if (ret)
-		goto out;
+	if (c->ws) {
+		/* OFI_Q_FLAT_WAIT: one signal for both CQs, no EQ fd */
+		c->eq_src.fd = c->rx_src.fd = -1;
+		c->tx_src.fd = c->ws_fd;
+	} else {
+		ret = ofi_wait_fd(&c->eq->fid, &c->eq_src.fd);
+		if (!ret)
+			ret = ofi_wait_fd(&c->txcq->fid, &c->tx_src.fd);
+		if (!ret)
+			ret = ofi_wait_fd(&c->rxcq->fid, &c->rx_src.fd);
+		if (ret)
+			goto out;
+	}
 	step = "the loop: its kick";
 	c->eq_src.cb = ofi_eq_event;
 	c->tx_src.cb = ofi_tx_event;
@@ -2267,11 +2548,21 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	ret = ibtrs_loop_add(loop, &c->kick_src, EPOLLIN);
 	if (ret)
 		goto unstart;
-	step = "the loop: the event queue's wait object";
-	ret = ibtrs_loop_add(loop, &c->eq_src, EPOLLIN);
-	if (ret) {
-		ibtrs_loop_del(loop, &c->kick_src);
-		goto unstart;
+	if (c->eq_src.fd >= 0) {
+		step = "the loop: the event queue's wait object";
+		ret = ibtrs_loop_add(loop, &c->eq_src, EPOLLIN);
+		if (ret) {
+			ibtrs_loop_del(loop, &c->kick_src);
+			goto unstart;
+		}
+		c->eq_src_added = true;
+	}
+	if (c->ws) {
+		step = "the loop: the domain's progress fd";
+		ret = ofi_dom_src_get(c->pd->dom, loop);
+		if (ret)
+			goto del;
+		c->dom_src_added = true;
 	}
 	/* A provider may share one wait fd between objects. */
 	if (c->tx_src.fd != c->eq_src.fd) {
@@ -2281,7 +2572,8 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 			goto del;
 		c->tx_src_added = true;
 	}
-	if (c->rx_src.fd != c->eq_src.fd && c->rx_src.fd != c->tx_src.fd) {
+	if (c->rx_src.fd >= 0 && c->rx_src.fd != c->eq_src.fd &&
+	    c->rx_src.fd != c->tx_src.fd) {
 		step = "the loop: the receive CQ's wait object";
 		ret = ibtrs_loop_add(loop, &c->rx_src, EPOLLIN);
 		if (ret)
@@ -2307,7 +2599,6 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 
 del:
 	ofi_srcs_del(c);
-	c->tx_src_added = c->rx_src_added = false;
 unstart:
 	pthread_mutex_lock(&c->sq_lock);
 	c->started = false;
@@ -2413,7 +2704,11 @@ static void ofi_listener_event(struct ibtrs_loop_src *src, uint32_t events)
 		ssize_t n = fi_eq_read(l->eq, &event, &ev, sizeof(ev), 0);
 
 		if (n == -FI_EAGAIN) {
-			if (fi_trywait(l->fabric, &fid, 1) != -FI_EAGAIN)
+			/* A wait set of our own is asked itself: its
+			 * signal is reset, then the EQ is looked at. */
+			if (l->ws ? fi_wait(l->ws, 0) != 0
+				  : fi_trywait(l->fabric, &fid, 1) !=
+					    -FI_EAGAIN)
 				return;
 			continue;
 		}
@@ -2521,6 +2816,16 @@ static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	ret = ofi_errno(fi_fabric(l->info->fabric_attr, &l->fabric, NULL));
 	if (ret)
 		goto free_info;
+	if (ofi_quirks(ofi_prov(l->info)) & OFI_Q_FLAT_WAIT) {
+		/* Nothing else resets the EQ's signal: see ofi_flat_open(). */
+		struct fi_wait_attr wa = { .wait_obj = FI_WAIT_FD };
+
+		ret = ofi_errno(fi_wait_open(l->fabric, &wa, &l->ws));
+		if (ret)
+			goto close_fabric;
+		eq_attr.wait_obj = FI_WAIT_SET;
+		eq_attr.wait_set = l->ws;
+	}
 	ret = ofi_errno(fi_eq_open(l->fabric, &eq_attr, &l->eq, NULL));
 	if (ret)
 		goto close_fabric;
@@ -2531,7 +2836,8 @@ static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	if (!ret)
 		ret = ofi_errno(fi_listen(l->pep));
 	if (!ret)
-		ret = ofi_wait_fd(&l->eq->fid, &l->src.fd);
+		ret = l->ws ? ofi_wait_fd(&l->ws->fid, &l->src.fd)
+			    : ofi_wait_fd(&l->eq->fid, &l->src.fd);
 	if (ret)
 		goto close_pep;
 	l->loop = loop;
@@ -2549,6 +2855,8 @@ close_pep:
 close_eq:
 	fi_close(&l->eq->fid);
 close_fabric:
+	if (l->ws)
+		fi_close(&l->ws->fid);
 	fi_close(&l->fabric->fid);
 free_info:
 	fi_freeinfo(l->info);
@@ -2578,6 +2886,8 @@ static void ofi_listener_close(struct ibtrs_xprt_listener *xl)
 	ibtrs_loop_del(l->loop, &l->src);
 	fi_close(&l->pep->fid);
 	fi_close(&l->eq->fid);
+	if (l->ws)
+		fi_close(&l->ws->fid);
 	fi_close(&l->fabric->fid);
 	fi_freeinfo(l->info);
 	free(l);
