@@ -2349,6 +2349,58 @@ static void ofi_srcs_del(struct ofi_con *c)
 	c->dom_src_added = false;
 }
 
+/*
+ * The connection's wait objects into its loop (c->loop): at its start and
+ * on the new loop of a move. On failure none is left there, @step names
+ * the one that failed. Return: 0 or a negative errno.
+ */
+static int ofi_srcs_add(struct ofi_con *c, const char **step)
+{
+	struct ibtrs_loop *loop = c->loop;
+	int ret;
+
+	*step = "the loop: its kick";
+	ret = ibtrs_loop_add(loop, &c->kick_src, EPOLLIN);
+	if (ret)
+		return ret;
+	if (c->eq_src.fd >= 0) {
+		*step = "the loop: the event queue's wait object";
+		ret = ibtrs_loop_add(loop, &c->eq_src, EPOLLIN);
+		if (ret)
+			goto del;
+		c->eq_src_added = true;
+	}
+	if (c->ws) {
+		*step = "the loop: the domain's progress fd";
+		ret = ofi_dom_src_get(c->pd->dom, loop);
+		if (ret)
+			goto del;
+		c->dom_src_added = true;
+	}
+	/* A provider may share one wait fd between objects. */
+	if (c->tx_src.fd != c->eq_src.fd) {
+		*step = "the loop: the send CQ's wait object";
+		ret = ibtrs_loop_add(loop, &c->tx_src, EPOLLIN);
+		if (ret)
+			goto del;
+		c->tx_src_added = true;
+	}
+	if (c->rx_src.fd >= 0 && c->rx_src.fd != c->eq_src.fd &&
+	    c->rx_src.fd != c->tx_src.fd) {
+		*step = "the loop: the receive CQ's wait object";
+		ret = ibtrs_loop_add(loop, &c->rx_src, EPOLLIN);
+		if (ret)
+			goto del;
+		c->rx_src_added = true;
+	}
+	return 0;
+
+del:
+	/* A delete of the ones not added fails, harmlessly. */
+	ofi_srcs_del(c);
+	return ret;
+}
+
 /**
  * ofi_fail() - stop the connection; with @err, report it once
  * @c: the connection
@@ -2545,41 +2597,9 @@ static int ofi_start(struct ibtrs_xprt_con *xcon, struct ibtrs_loop *loop)
 	c->started = true;
 	pthread_mutex_unlock(&c->sq_lock);
 
-	ret = ibtrs_loop_add(loop, &c->kick_src, EPOLLIN);
+	ret = ofi_srcs_add(c, &step);
 	if (ret)
 		goto unstart;
-	if (c->eq_src.fd >= 0) {
-		step = "the loop: the event queue's wait object";
-		ret = ibtrs_loop_add(loop, &c->eq_src, EPOLLIN);
-		if (ret) {
-			ibtrs_loop_del(loop, &c->kick_src);
-			goto unstart;
-		}
-		c->eq_src_added = true;
-	}
-	if (c->ws) {
-		step = "the loop: the domain's progress fd";
-		ret = ofi_dom_src_get(c->pd->dom, loop);
-		if (ret)
-			goto del;
-		c->dom_src_added = true;
-	}
-	/* A provider may share one wait fd between objects. */
-	if (c->tx_src.fd != c->eq_src.fd) {
-		step = "the loop: the send CQ's wait object";
-		ret = ibtrs_loop_add(loop, &c->tx_src, EPOLLIN);
-		if (ret)
-			goto del;
-		c->tx_src_added = true;
-	}
-	if (c->rx_src.fd >= 0 && c->rx_src.fd != c->eq_src.fd &&
-	    c->rx_src.fd != c->tx_src.fd) {
-		step = "the loop: the receive CQ's wait object";
-		ret = ibtrs_loop_add(loop, &c->rx_src, EPOLLIN);
-		if (ret)
-			goto del;
-		c->rx_src_added = true;
-	}
 	if (c->has_answer) {
 		uint8_t cm[OFI_EQ_BUF];
 		size_t plen = ofi_cm_pack(c->answer, &c->sink, cm,
@@ -2614,28 +2634,14 @@ out:
 static void ofi_move_work(struct ibtrs_work *w)
 {
 	struct ofi_con *c = container_of(w, struct ofi_con, move_work);
+	const char *step;
 	int ret;
 
-	ret = ibtrs_loop_add(c->loop, &c->kick_src, EPOLLIN);
-	if (!ret) {
-		ret = ibtrs_loop_add(c->loop, &c->eq_src, EPOLLIN);
-		if (ret)
-			ibtrs_loop_del(c->loop, &c->kick_src);
-	}
-	if (!ret && c->tx_src_added) {
-		ret = ibtrs_loop_add(c->loop, &c->tx_src, EPOLLIN);
-		if (ret) {
-			c->tx_src_added = false;
-			c->rx_src_added = false;
-		}
-	}
-	if (!ret && c->rx_src_added) {
-		ret = ibtrs_loop_add(c->loop, &c->rx_src, EPOLLIN);
-		if (ret)
-			c->rx_src_added = false;
-	}
+	ret = ofi_srcs_add(c, &step);
 	if (ret) {
-		/* What was added goes (a delete of one not added fails). */
+		ibtrs_log(IBTRS_LOG_WARN,
+			  "ofi: provider %s: moving a connection: %s: %s",
+			  ofi_prov(c->pd->info), step, strerror(-ret));
 		ofi_fail(c, 0);
 		c->move_done(&c->base, ret);
 		return;
