@@ -55,9 +55,15 @@ fi
 failed=0
 passed=0
 
-run_suite() { # name cmake-args...
-	local name=$1 dir=build-test-$1
+# run_suite NAME [-LE LABEL] CMAKE-ARGS...: a build and its whole ctest
+# suite (but the tests labelled LABEL).
+run_suite() {
+	local name=$1 dir=build-test-$1 skip=()
 	shift
+	if [ "${1:-}" = -LE ]; then
+		skip=(-LE "$2")
+		shift 2
+	fi
 	echo "=== $name: build"
 	if ! cmake -S . -B "$dir" -DIBTRS_WERROR=ON "$@" >"$dir.log" 2>&1 ||
 		! cmake --build "$dir" -j"$jobs" >>"$dir.log" 2>&1; then
@@ -67,7 +73,7 @@ run_suite() { # name cmake-args...
 		return
 	fi
 	echo "=== $name: tests"
-	if (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300); then
+	if (cd "$dir" && ctest -j"$jobs" "${skip[@]}" --output-on-failure --timeout 300); then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))
@@ -105,9 +111,9 @@ if grep -q "^LIBFABRIC_FOUND:INTERNAL=1" build-test-release/CMakeCache.txt 2>/de
 			continue
 		fi
 		labels='func|cli|netns'
-		echo "=== release, ofi backend, provider $prov: tests ($labels)"
+		echo "=== release, ofi backend, provider $prov: tests ($labels, but long)"
 		if (cd build-test-release && IBTRS_BACKEND=ofi IBTRS_OFI_PROVIDER=$prov \
-			ctest -j"$jobs" -L "$labels" --output-on-failure --timeout 300); then
+			ctest -j"$jobs" -L "$labels" -LE long --output-on-failure --timeout 300); then
 			passed=$((passed + 1))
 		else
 			failed=$((failed + 1))
@@ -146,8 +152,10 @@ if [ "${IBTRS_TEST_QUICK:-0}" != 1 ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-	run_suite asan -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=address,undefined
-	run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=thread
+	# The long tests (a 30 s CPU hog beside a bench, bench/compare's
+	# smoke test) run the code the others run: in the release build only.
+	run_suite asan -LE long -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=address,undefined
+	run_suite tsan -LE long -DCMAKE_BUILD_TYPE=Debug -DIBTRS_SANITIZE=thread
 fi
 
 # The fuzz targets (tests/fuzz) for a fixed number of inputs each, in a
