@@ -305,26 +305,25 @@ int bench_plot_svg(const char *file, const char *title,
 		}
 		fprintf(f, "\"/>\n");
 	}
-	fprintf(f,
-		"<polyline class=\"max\" fill=\"none\" stroke=\"#9467bd\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\" points=\"");
-	for (i = 0; i < s->n; i++) {
-		if (s->samples[i].max_us <= 0)
-			continue;
-		x = PX(s->samples[i].t);
-		y = PY_LAT(s->samples[i].max_us);
-		fprintf(f, "%.1f,%.1f ", x, y);
+	for (k = 0; k < 2; k++) {
+		/* The longest under the p99, which is drawn over it. */
+		bool mx = k == 0;
+
+		fprintf(f,
+			"<polyline class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"",
+			mx ? "max" : "p99", mx ? "#9467bd" : "#333",
+			mx ? "1.5" : "2",
+			mx ? " stroke-dasharray=\"4 2\"" : "");
+		for (i = 0; i < s->n; i++) {
+			v = mx ? s->samples[i].max_us : s->samples[i].p99_us;
+			if (v <= 0)
+				continue;
+			x = PX(s->samples[i].t);
+			y = PY_LAT(v);
+			fprintf(f, "%.1f,%.1f ", x, y);
+		}
+		fprintf(f, "\"/>\n");
 	}
-	fprintf(f, "\"/>\n");
-	fprintf(f,
-		"<polyline class=\"p99\" fill=\"none\" stroke=\"#333\" stroke-width=\"2\" points=\"");
-	for (i = 0; i < s->n; i++) {
-		if (s->samples[i].p99_us <= 0)
-			continue;
-		x = PX(s->samples[i].t);
-		y = PY_LAT(s->samples[i].p99_us);
-		fprintf(f, "%.1f,%.1f ", x, y);
-	}
-	fprintf(f, "\"/>\n");
 
 	/* Legend. */
 	x = PL_W - PL_RIGHT + 16;

@@ -185,7 +185,7 @@ static void *io_thread(void *arg)
 int main(void)
 {
 	const char *backend = getenv("IBTRS_BACKEND");
-	unsigned int order[SESS_N + 1], i, j, k, n0, n;
+	unsigned int order[SESS_N + 1], i, k, n0, n;
 	unsigned long long seed = (unsigned long long)getpid();
 	struct ibtrs_clt_opts bad;
 	pthread_t th[IO_THREADS];
@@ -236,16 +236,7 @@ int main(void)
 	CHECK(n <= n0 + LOOPS + 1 + OTHER_THREADS);
 
 	/* Random order; the rest still works after every close. */
-	for (i = 0; i <= SESS_N; i++)
-		order[i] = i;
-	for (i = SESS_N; i > 0; i--) {
-		unsigned int t;
-
-		j = (unsigned int)(t_rand(&seed) % (i + 1));
-		t = order[i];
-		order[i] = order[j];
-		order[j] = t;
-	}
+	t_shuffle(order, SESS_N + 1, &seed);
 	for (i = 0; i <= SESS_N; i++) {
 		ibtrs_clt_close(sess[order[i]]);
 		sess[order[i]] = NULL;

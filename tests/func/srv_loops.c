@@ -188,7 +188,7 @@ static void scenario(void)
 	unsigned int order[SESS_N + 1], per_loop[LOOPS] = { 0 };
 	unsigned long long seed = (unsigned long long)getpid();
 	char name[NAME_LEN], before[NAME_LEN], after[NAME_LEN];
-	unsigned int i, j, k, r;
+	unsigned int i, k, r;
 
 	memset(seen, 0, sizeof(seen));
 	seen_bad = 0;
@@ -258,16 +258,7 @@ static void scenario(void)
 	CHECK_EQ(seen_bad, 0);
 
 	/* Random order; the rest still works after every close. */
-	for (i = 0; i <= SESS_N; i++)
-		order[i] = i;
-	for (i = SESS_N; i > 0; i--) {
-		unsigned int t;
-
-		j = (unsigned int)(t_rand(&seed) % (i + 1));
-		t = order[i];
-		order[i] = order[j];
-		order[j] = t;
-	}
+	t_shuffle(order, SESS_N + 1, &seed);
 	for (i = 0; i <= SESS_N; i++) {
 		ibtrs_clt_close(sess[order[i]]);
 		sess[order[i]] = NULL;

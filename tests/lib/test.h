@@ -167,6 +167,22 @@ static inline unsigned long long t_rand(unsigned long long *s)
 	return *s * 2685821657736338717ull;
 }
 
+/* @order becomes 0..@n-1 in a random order drawn from @seed. */
+static inline void t_shuffle(unsigned int *order, unsigned int n,
+			     unsigned long long *seed)
+{
+	unsigned int i, j, t;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (i = n; i > 1; i--) {
+		j = (unsigned int)(t_rand(seed) % i);
+		t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+}
+
 static inline void t_fill(void *buf, size_t len, unsigned long long seed)
 {
 	unsigned char *p = buf;
