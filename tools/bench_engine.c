@@ -917,25 +917,64 @@ static void *bench_worker(void *arg)
 	return NULL;
 }
 
+static int bench_wait_signal(struct bench *b, uint64_t ns);
+
+/* Longest wait for the server's CPU time: a slow answer is no figure. */
+#define BENCH_SRV_CPU_NS (5000ull * 1000000ull)
+/* The same after SIGINT or SIGTERM, within the 2 s the run has to end. */
+#define BENCH_SIG_SRV_CPU_NS (200ull * 1000000ull)
+/* Slices of that wait, between which SIGINT and SIGTERM are looked for. */
+#define BENCH_SRV_CPU_SLICE_NS (50ull * 1000000ull)
+
 /**
- * struct bench_sync - a request waited for by the calling thread
+ * struct bench_sync - a TOOL_BLK_STATS request waited for by the caller
+ * @lock: protects @done, @err and @abandoned
+ * @cond: signalled when the request completed
+ * @done: it completed
+ * @err: with this status
+ * @abandoned: the caller stopped waiting: the confirmation frees it all
+ * @sess: the session, to put @tag back
+ * @tag: the request's tag
+ * @msg: the request
+ * @st: where the answer lands
+ *
+ * On the heap: the caller may give up before the request completes (a
+ * signal, a path that went silent), and the library writes @st and calls
+ * the confirmation later.
  */
 struct bench_sync {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
 	int err;
+	bool abandoned;
+	struct ibtrs_clt *sess;
+	struct ibtrs_tag *tag;
+	struct tool_blk_msg msg;
+	struct tool_blk_stats st;
 };
+
+static void bench_sync_free(struct bench_sync *s)
+{
+	ibtrs_clt_put_tag(s->sess, s->tag);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
 
 static void bench_sync_conf(void *priv, int err)
 {
 	struct bench_sync *s = priv;
+	bool abandoned;
 
 	pthread_mutex_lock(&s->lock);
 	s->done = true;
 	s->err = err;
+	abandoned = s->abandoned;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	if (abandoned)
+		bench_sync_free(s);
 }
 
 /**
@@ -944,45 +983,69 @@ static void bench_sync_conf(void *priv, int err)
  * @user_us: user CPU time of the server process, microseconds
  * @sys_us: its kernel CPU time
  *
- * Return: 0, or a negative errno (a server that does not know the request
- * answers -EOPNOTSUPP).
+ * Waits at most BENCH_SRV_CPU_NS, and not past SIGINT or SIGTERM (then
+ * recorded in @b->signal, which ends the run); after one, at most
+ * BENCH_SIG_SRV_CPU_NS: a request caught on a path that went silent would
+ * otherwise hold the bench until the failover timeout.
+ *
+ * Return: 0, -ETIMEDOUT or -EINTR when it gave up, or a negative errno (a
+ * server that does not know the request answers -EOPNOTSUPP).
  */
 static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
 {
-	struct bench_sync s = { .done = false };
-	struct tool_blk_stats st;
-	struct tool_blk_msg msg = { 0 };
-	struct iovec vec = { &msg, sizeof(msg) };
-	struct iovec sg = { &st, sizeof(st) };
-	struct ibtrs_tag *tag;
+	int sig0 = __atomic_load_n(&b->signal, __ATOMIC_RELAXED);
+	uint64_t end = tool_now_ns() +
+		       (sig0 ? BENCH_SIG_SRV_CPU_NS : BENCH_SRV_CPU_NS);
+	struct bench_sync *s;
+	struct iovec vec, sg;
 	int ret;
 
-	tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
-	if (!tag)
-		return -errno;
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	msg.len = htole32(sizeof(st));
-	msg.flags = htole32(TOOL_BLK_STATS);
-	ret = ibtrs_clt_request(IBTRS_READ, bench_sync_conf, b->sess, tag, &s,
-				&vec, 1, sizeof(st), &sg, 1);
-	if (!ret) {
-		/* conf runs exactly once, at the latest when the session's
-		 * failover timeout expires. */
-		pthread_mutex_lock(&s.lock);
-		while (!s.done)
-			pthread_cond_wait(&s.cond, &s.lock);
-		pthread_mutex_unlock(&s.lock);
-		ret = s.err;
-	}
-	ibtrs_clt_put_tag(b->sess, tag);
-	pthread_cond_destroy(&s.cond);
-	pthread_mutex_destroy(&s.lock);
-	if (ret)
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->sess = b->sess;
+	s->tag = ibtrs_clt_get_tag(b->sess, IBTRS_IO_CON, IBTRS_TAG_WAIT);
+	if (!s->tag) {
+		ret = -errno;
+		free(s);
 		return ret;
-	*user_us = le64toh(st.user_us);
-	*sys_us = le64toh(st.sys_us);
-	return 0;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->msg.len = htole32(sizeof(s->st));
+	s->msg.flags = htole32(TOOL_BLK_STATS);
+	vec = (struct iovec){ &s->msg, sizeof(s->msg) };
+	sg = (struct iovec){ &s->st, sizeof(s->st) };
+	ret = ibtrs_clt_request(IBTRS_READ, bench_sync_conf, b->sess, s->tag, s,
+				&vec, 1, sizeof(s->st), &sg, 1);
+	if (ret) {
+		bench_sync_free(s);
+		return ret;
+	}
+	/* conf runs exactly once, at the latest when the session's failover
+	 * timeout expires or the session closes. */
+	pthread_mutex_lock(&s->lock);
+	while (!s->done) {
+		uint64_t now = tool_now_ns();
+
+		if (now >= end ||
+		    (!sig0 && __atomic_load_n(&b->signal, __ATOMIC_RELAXED))) {
+			s->abandoned = true;
+			pthread_mutex_unlock(&s->lock);
+			return now >= end ? -ETIMEDOUT : -EINTR;
+		}
+		pthread_mutex_unlock(&s->lock);
+		bench_wait_signal(b, BENCH_SRV_CPU_SLICE_NS);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	ret = s->err;
+	if (!ret) {
+		*user_us = le64toh(s->st.user_us);
+		*sys_us = le64toh(s->st.sys_us);
+	}
+	bench_sync_free(s);
+	return ret;
 }
 
 /**
@@ -1869,6 +1932,9 @@ static void bench_wait(struct bench *b, struct bench_ticker *tk)
 	uint64_t next_tick = tk->start + 1000000000ull;
 
 	tk->last_ns = tk->start;
+	/* A signal taken while the server was asked for its CPU time. */
+	if (__atomic_load_n(&b->signal, __ATOMIC_RELAXED))
+		return;
 	for (;;) {
 		uint64_t now = tool_now_ns();
 		uint64_t until = next_tick < end ? next_tick : end;
@@ -1958,14 +2024,28 @@ static void bench_cpu_end(const struct bench_cpu *c, struct bench_res *res)
  * @c: the times at the start
  * @res: the result, its paths filled (bench_paths())
  *
- * Asked only over a connected path: the answer must not wait for a
- * reconnect or a failover timeout.
+ * Asked only over a connected path, and not after a signal that left
+ * requests in flight: the answer must not wait for a reconnect or a
+ * failover timeout.
  */
 static void bench_srv_cpu_end(struct bench *b, const struct bench_cpu *c,
 			      struct bench_res *res)
 {
-	uint64_t user, sys;
+	uint64_t user, sys, stuck = 0;
+	unsigned int k;
 	size_t i;
+
+	/* Stopped by a signal with requests still unanswered: the server
+	 * is not answering now, and the 2 s to end in are not for it. */
+	if (__atomic_load_n(&b->signal, __ATOMIC_RELAXED)) {
+		for (k = 0; b->threads && k < b->nthreads; k++) {
+			pthread_mutex_lock(&b->threads[k].lock);
+			stuck += b->threads[k].inflight;
+			pthread_mutex_unlock(&b->threads[k].lock);
+		}
+		if (stuck)
+			return;
+	}
 
 	for (i = 0; i < res->path_cnt && c->srv_ok; i++) {
 		if (res->paths[i].st.state != IBTRS_PATH_CONNECTED)

@@ -4,7 +4,9 @@
 # whatever is in flight: here every path drops everything (IBTRS_FAULT
 # drop on both paths), so requests are stuck and their tags held. The
 # requests still in flight fail as the session closes, and the bench
-# exits 1.
+# exits 1. The same with the server stopped (SIGSTOP) and the paths kept
+# up by a long heartbeat timeout: the bench's last request, for the
+# server's CPU time, is stuck too and must not hold the exit.
 # Args: $1 ibtrs binary, $2 source dir, $3 build dir.
 
 # shellcheck source-path=SCRIPTDIR source=common.bash
@@ -33,15 +35,22 @@ sys.exit(1)' "$1"
 }
 
 # stuck SIGNAL: a bench whose paths both start dropping after 1 s gets
-# SIGNAL once requests are stuck; it must be gone within 2 s.
+# SIGNAL once its run is on (its first one-second line: a slow open may
+# come after the drop) and requests are stuck; it must be gone within 2 s.
 stuck() {
 	local sig=$1 pid i t0 t1 ms rc
 	IBTRS_FAULT=0:drop@1000,1:drop@1000 "$IBTRS" bench \
 		--path ip:127.0.0.1 --path ip:127.0.0.2,ip:127.0.0.1 \
 		--port "$SRV_PORT" --verify --qd 16 --time 120 --json \
-		>"$TMP/$sig.json" 2>"$TMP/$sig.err" &
+		--interval-json >"$TMP/$sig.json" 2>"$TMP/$sig.err" &
 	pid=$!
 	PIDS+=("$pid")
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^{' "$TMP/$sig.err" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || fail "$sig: the bench is gone"
+		sleep 0.1
+	done
+	grep -q '^{' "$TMP/$sig.err" || fail "$sig: the run did not start"
 	for ((i = 0; i < 200; i++)); do
 		kill -0 "$pid" 2>/dev/null || fail "$sig: the bench is gone"
 		all_down "$pid" && break
@@ -60,7 +69,7 @@ stuck() {
 	wait "$pid"
 	rc=$?
 	echo "$sig: exit $rc after $ms ms: $(head -c 400 "$TMP/$sig.json")"
-	sed 's/^/  stderr: /' "$TMP/$sig.err" | head -5
+	grep -v '^{' "$TMP/$sig.err" | sed 's/^/  stderr: /' | head -5
 	[ "$ms" -le 2000 ] || fail "$sig: the bench took $ms ms to end"
 	[ "$rc" -eq 1 ] || fail "$sig: exit $rc, expected 1"
 	python3 - "$TMP/$sig.json" "$sig" <<'PY' ||
@@ -78,5 +87,38 @@ PY
 
 stuck TERM
 stuck INT
+
+# The server stopped under a running bench whose paths stay connected
+# (heartbeat timeout 60 s): SIGTERM must end it within 2 s all the same.
+"$IBTRS" bench --path ip:127.0.0.1 --port "$SRV_PORT" --qd 16 --time 120 \
+	--hb-timeout 60000 --json --interval-json >"$TMP/stopped.json" \
+	2>"$TMP/stopped.err" &
+pid=$!
+PIDS+=("$pid")
+for ((i = 0; i < 100; i++)); do
+	grep -q '^{' "$TMP/stopped.err" 2>/dev/null && break
+	kill -0 "$pid" 2>/dev/null || fail "stopped: the bench is gone"
+	sleep 0.1
+done
+grep -q '^{' "$TMP/stopped.err" || fail "stopped: the bench did not start"
+kill -STOP "$SRV_PID"
+t0=$(date +%s%N)
+kill -TERM "$pid"
+for ((i = 0; i < 100; i++)); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.02
+done
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+alive=0
+kill -0 "$pid" 2>/dev/null && alive=1
+kill -CONT "$SRV_PID"
+wait "$pid"
+rc=$?
+echo "server stopped: exit $rc after $ms ms: $(head -c 300 "$TMP/stopped.json")"
+[ "$alive" = 0 ] || fail "stopped: the bench still runs after 2 s"
+[ "$ms" -le 2000 ] || fail "stopped: the bench took $ms ms to end"
+grep -q '"signal":"SIGTERM"' "$TMP/stopped.json" ||
+	fail "stopped: no SIGTERM in the result: $(cat "$TMP/stopped.json")"
 stop_server "$SRV_PID"
 echo "PASS"
