@@ -111,15 +111,20 @@ grep -Eq '^  clat percentiles \(us\): p50=[0-9.]+, p90=[0-9.]+, p99=[0-9.]+, p99
 # --runtime 1m is taken (the run fails for want of a server, exit 1).
 expect 1 bench --path ip:127.0.0.1 --port 1 --runtime 1m --quiet
 
-# --plot of a failover: path 1 dropped after 1 s, back after 2.5 s.
+# --plot of a failover: path 1 dropped after 1 s, back once the drop is
+# cleared; the run is ended by SIGINT a second after path 1 is connected
+# again (a loaded host may take long to reconnect).
 stop_server "$SRV_PID"
 start_server srv2 --port 0 --quiet
-IBTRS_FAULT=1:drop@1000 run_bounded 90 "$IBTRS" bench --path ip:127.0.0.1 \
-	--path ip:127.0.0.2,ip:127.0.0.1 --port "$SRV_PORT" --runtime 4 \
+# timeout(1) itself, not run_bounded in a background subshell: such a
+# subshell ignores SIGINT, which must reach the bench.
+IBTRS_FAULT=1:drop@1000 timeout -k 5 90 "$IBTRS" bench --path ip:127.0.0.1 \
+	--path ip:127.0.0.2,ip:127.0.0.1 --port "$SRV_PORT" --runtime 120 \
 	--hb-timeout 300 --reconnect-delay 0 --quiet --json \
 	--plot "$TMP/plot.svg" >"$TMP/p.json" 2>"$TMP/p.err" &
 bpid=$!
 PIDS+=("$bpid")
+t_start=$(date +%s)
 # Clear the drop once path 1 is down, so that it comes back.
 for ((i = 0; i < 100; i++)); do
 	run_bounded 20 "$IBTRS" status --json 2>/dev/null | grep -q '"state":"reconnecting"' && break
@@ -128,6 +133,23 @@ done
 run_bounded 20 "$IBTRS" fault "$(run_bounded 20 "$IBTRS" status --json |
 	python3 -c 'import json,sys; print([c["sessname"] for p in json.load(sys.stdin) for c in p["clients"]][0])')" 1 none >/dev/null ||
 	fail "cannot clear the fault"
+for ((i = 0; i < 300; i++)); do
+	run_bounded 20 "$IBTRS" status --json 2>/dev/null |
+		python3 -c 'import json, sys
+c = [c for p in json.load(sys.stdin) for c in p["clients"]]
+sys.exit(0 if c and len(c[0]["paths"]) == 2 and
+         all(x["state"] == "connected" for x in c[0]["paths"]) else 1)' 2>/dev/null && break
+	kill -0 "$bpid" 2>/dev/null || break
+	sleep 0.1
+done
+# A second with both paths, for the plot to show it, and at least 5 s in
+# all (a line of 4 points or more), then the end (SIGINT, which timeout(1)
+# passes on).
+sleep 1
+while [ $(($(date +%s) - t_start)) -lt 5 ]; do
+	sleep 0.2
+done
+kill -INT "$bpid" 2>/dev/null
 wait "$bpid"
 rc=$?
 [ "$rc" -eq 0 ] || fail "plot bench: exit $rc: $(cat "$TMP/p.err")"
