@@ -1021,8 +1021,10 @@ static bool tick_path(struct ibtrs_clt *sess, struct clt_path *path,
  * compare), is above CLT_GRAY_FACTOR times and CLT_GRAY_FLOOR_US more
  * than the best other healthy path's (each with
  * CLT_GRAY_MIN_REQS requests at least), or if the backend retransmitted
- * CLT_GRAY_LOSS_PCT % of what it sent (of CLT_GRAY_MIN_SEGS at least;
- * 1 % of any amount on a demoted path). CLT_GRAY_BAD_WINDOWS bad windows in
+ * CLT_GRAY_LOSS_PCT % of what it sent (of CLT_GRAY_MIN_SEGS at least, and
+ * CLT_GRAY_MIN_RETRANS segments: a starved loopback peer makes TCP send a
+ * few again, 2 of 65 seen under a sanitizer on a loaded host; 1 % of any
+ * amount on a demoted path). CLT_GRAY_BAD_WINDOWS bad windows in
  * a row demote it while another path is healthy: the policy gives it only
  * its probes (path.h), heartbeats go on. A demoted path is judged on its
  * probes (one is enough): good only if their cost is within 3/2 of the
@@ -1038,7 +1040,8 @@ static bool tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 #define CLT_GRAY_FLOOR_US 1000
 #define CLT_GRAY_MIN_REQS 4
 #define CLT_GRAY_LOSS_PCT 2
-#define CLT_GRAY_MIN_SEGS 64
+#define CLT_GRAY_MIN_SEGS 256
+#define CLT_GRAY_MIN_RETRANS 8
 #define CLT_GRAY_BAD_WINDOWS 3
 #define CLT_GRAY_PROBATION 6
 #define CLT_GRAY_PROBATION_MAX 48
@@ -1118,6 +1121,7 @@ static bool gray_measure(struct clt_path *path, uint64_t *dsegs,
 	if (atomic_load(&path->demoted))
 		return *dretrans && *dretrans * 100 >= *dsegs;
 	return *dsegs >= CLT_GRAY_MIN_SEGS &&
+	       *dretrans >= CLT_GRAY_MIN_RETRANS &&
 	       *dretrans * 100 >= *dsegs * CLT_GRAY_LOSS_PCT;
 }
 
