@@ -364,10 +364,20 @@ int clt_req_post(struct clt_path *path, struct clt_req *req)
 				    ((uint64_t)req->gen << 32) | req->mem_id,
 				    flags);
 	if (ret) {
-		/* Not sent: back to its owner, the submitter or the replay. */
+		/* Not sent: back to its owner, the submitter or the replay.
+		 * A response for its chunk may have come meanwhile (from a
+		 * server answering what it never got; the loop thread took it
+		 * while this thread posted): the request did not leave, the
+		 * answer goes with it. Else the submitter, told it was not
+		 * sent, and the answer's completion both had it. */
 		req->posted = was_posted;
 		s = CLT_REQ_INFLIGHT;
-		clt_req_change(req, &s, from);
+		if (clt_req_change(req, &s, from) && s == CLT_REQ_ANSWERED &&
+		    !clt_req_change(req, &s, CLT_REQ_CLAIMED) &&
+		    from != CLT_REQ_CLAIMED) {
+			s = CLT_REQ_CLAIMED;
+			clt_req_change(req, &s, from);
+		}
 		atomic_fetch_sub(&path->inflight, 1);
 		req_unmap(req, false);
 	}

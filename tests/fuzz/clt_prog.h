@@ -35,7 +35,9 @@
  * CLT_OP_IMM     slot, imm le32: the server writes a raw immediate
  * CLT_OP_SEND    slot, n: the server sends a SEND of n*4 bytes
  * CLT_OP_DISC    slot: the server drops that connection
- * CLT_OP_SYNC    -: wait (bounded) until every request is confirmed
+ * CLT_OP_SYNC    -: wait (bounded) until every request is confirmed, or
+ *                until nothing moves before and after the library's
+ *                clock moved by two failover timeouts (fuzz_clt.c)
  */
 #ifndef IBTRS_FUZZ_CLT_PROG_H
 #define IBTRS_FUZZ_CLT_PROG_H
@@ -57,8 +59,10 @@ enum {
 #define CLT_MAX_PENDING 16
 #define CLT_MAX_STEPS 48
 #define CLT_CONNECT_MS 1000
-#define CLT_HB_TIMEOUT_MS 1000
-#define CLT_FAILOVER_MS 100
+/* A real session's timeouts (1 s, 100 ms) a hundred times: on the
+ * harness's clock, which only CLT_OP_SYNC moves (fuzz_clt.c). */
+#define CLT_HB_TIMEOUT_MS 100000
+#define CLT_FAILOVER_MS 10000
 #define CLT_KEYED 0x80	  /* first byte: the session has a key */
 #define CLT_KEY_ID "fuzz" /* its identity */
 

@@ -11,8 +11,23 @@
  * the client connects (one byte per answer, more for a broken one), then
  * by the program of steps that runs once the session is open: requests of
  * the client, answers and raw immediates of the server, disconnects.
- * Every wait is bounded: connect and heartbeat timeouts of the session,
+ * Every wait is bounded: connect timeout of the session,
  * ibtrs_clt_close()'s own bound, and AWAIT_MS for the program's waits.
+ *
+ * The library's clock is the harness's (ibtrs_set_test_clock()): it moves
+ * only in CLT_OP_SYNC, by SYNC_STEP_MS, and the session's tick, whose
+ * heartbeats, heartbeat timeouts and failover deadlines follow it, runs
+ * right after each step (clt_tick() called on the session's loop): they
+ * come where the input says, not where the machine's load puts them, and
+ * cost no wait in real time. The timeouts are those of a real session
+ * scaled up a hundred times (clt_prog.h), so that the session's own tick,
+ * every tenth of its heartbeat timeout in real time, does not come while
+ * an input runs. CLT_OP_SYNC ends on the condition (every request
+ * confirmed or held) or once nothing moves: the fake server has nothing
+ * to do and every frame it sent has been taken by the client (its posts
+ * are signalled: the completion comes back once the client's handler
+ * ran), then time passed by a step and the tick ran, and again nothing
+ * moves.
  *
  * The fake server's loop runs on the fuzzer's thread
  * (ibtrs_loop_test_adopt()): the program's server actions are direct
@@ -45,6 +60,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clt.h"
 #include "fuzz.h"
 #include "ibtrs.h"
 #include "keyring.h"
@@ -58,8 +74,10 @@
 #define WR_IMM 3
 #define MAX_CONS 8
 #define SRV_RECVS (CLT_QUEUE_DEPTH * 2 + 16)
-#define AWAIT_MS 200
+#define WR_SIG 4	/* a signalled post of the fake server */
+#define AWAIT_MS 200	/* real-time bound of a CLT_OP_SYNC */
 #define WAIT_STEP_MS 10 /* a wait in the fake server's loop */
+#define SYNC_STEP_MS (CLT_FAILOVER_MS * 2) /* library time per SYNC */
 
 #ifndef container_of
 #define container_of(ptr, type, member) \
@@ -78,6 +96,8 @@
  * @stop: disconnects it, on the server's loop
  * @exact: its conn_rsp went out unbroken: the client's transcript is the
  *         server's
+ * @failed: its err() came: no completion is due any more
+ * @sig: its signalled posts whose completion has not come
  */
 struct fcon {
 	struct ibtrs_xprt_con *xcon;
@@ -89,6 +109,8 @@ struct fcon {
 	uint8_t info_rsp[IBTRS_INFO_RSP_MAX_LEN];
 	struct ibtrs_work stop;
 	bool exact;
+	bool failed;
+	unsigned int sig;
 };
 
 /**
@@ -139,6 +161,7 @@ static uint8_t srv_priv[IBTRS_AUTH_KEY_LEN], srv_pub[IBTRS_AUTH_KEY_LEN];
 static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibtrs_clt *clt;
 static struct ibtrs_work wake; /* queued on sloop: the harness looks again */
+static _Atomic uint64_t fake_ns = 1000000000000ull; /* the library's clock */
 
 /**
  * struct opener - the thread that opens and closes the session
@@ -224,6 +247,35 @@ static struct fcon *con_of(struct ibtrs_xprt_con *xcon)
 }
 
 /**
+ * srv_send() - a SEND of the fake server, signalled (struct fcon @sig)
+ * @c: the connection
+ * @iov: what it sends
+ */
+static void srv_send(struct fcon *c, const struct iovec *iov)
+{
+	if (!xops->post_send(c->xcon, iov, 1, WR_SIG, IBTRS_XPRT_SIGNALED))
+		c->sig++;
+}
+
+/**
+ * srv_write() - a WRITE (with @imm where @flags has IBTRS_XPRT_IMM) of the
+ * fake server, signalled
+ * @c: the connection
+ * @iov: its data, NULL for none
+ * @raddr: where it goes
+ * @rkey: the key of that region
+ * @imm: the immediate
+ * @flags: IBTRS_XPRT_IMM or 0
+ */
+static void srv_write(struct fcon *c, const struct iovec *iov, uint64_t raddr,
+		      uint32_t rkey, uint32_t imm, unsigned int flags)
+{
+	if (!xops->post_write(c->xcon, iov, iov ? 1 : 0, raddr, rkey, imm,
+			      WR_SIG, flags | IBTRS_XPRT_SIGNALED))
+		c->sig++;
+}
+
+/**
  * answer_auth() - AUTH_RSP to an AUTH_REQ, right or broken
  * @c: the connection
  * @len: bytes of AUTH_REQ
@@ -295,7 +347,7 @@ static void answer_auth(struct fcon *c, uint32_t len)
 	corrupt(&c->auth_rsp, sizeof(c->auth_rsp), how);
 	if (how & 0x40)
 		iov.iov_len = in8() % sizeof(c->auth_rsp);
-	xops->post_send(c->xcon, &iov, 1, 0, 0);
+	srv_send(c, &iov);
 }
 
 /**
@@ -327,7 +379,7 @@ static void answer_info(struct fcon *c, uint32_t len)
 	corrupt(c->info_rsp, iov.iov_len, how);
 	if (how & 0x40)
 		iov.iov_len = in8() % (iov.iov_len + 1);
-	xops->post_send(c->xcon, &iov, 1, 0, 0);
+	srv_send(c, &iov);
 }
 
 /**
@@ -381,6 +433,8 @@ static void srv_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	struct fcon *c = con_of(xcon);
 	unsigned int i;
 
+	if (wc->wr_id == WR_SIG && c->sig)
+		c->sig--;
 	if (wc->status)
 		return;
 	switch (wc->opcode) {
@@ -401,9 +455,8 @@ static void srv_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 		take_request(c, wc->imm);
 		break;
 	case IBTRS_IMM_HB:
-		xops->post_write(xcon, NULL, 0, 0, 0,
-				 ibtrs_imm_hb(IBTRS_IMM_HB_ACK), 0,
-				 IBTRS_XPRT_IMM);
+		srv_write(c, NULL, 0, 0, ibtrs_imm_hb(IBTRS_IMM_HB_ACK),
+			  IBTRS_XPRT_IMM);
 		break;
 	case IBTRS_IMM_HB_ACK:
 		break;
@@ -425,8 +478,8 @@ static void srv_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
  */
 static void srv_err(struct ibtrs_xprt_con *xcon, int err)
 {
-	(void)xcon;
 	FUZZ_CHECK(err < 0);
+	con_of(xcon)->failed = true;
 }
 
 static const struct ibtrs_xprt_handler srv_handler = {
@@ -488,6 +541,8 @@ static void on_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	c->cr = cr;
 	memcpy(c->ns, r.nonce, sizeof(c->ns));
 	c->exact = !(how & 0x18);
+	c->failed = false;
+	c->sig = 0;
 	c->stop.fn = stop_work;
 	c->xcon->handler = &srv_handler;
 	c->xcon->ctx = c;
@@ -581,8 +636,7 @@ static void do_answer(void *arg)
 	    t.dir == IBTRS_READ && !(a & 4)) {
 		iov.iov_base = reply;
 		iov.iov_len = t.desc.len <= sizeof(reply) ? t.desc.len : 0;
-		xops->post_write(c->xcon, &iov, 1, t.desc.addr, t.desc.key, 0,
-				 0, 0);
+		srv_write(c, &iov, t.desc.addr, t.desc.key, 0, 0);
 	}
 	switch (a & 3) {
 	case 0:
@@ -598,7 +652,7 @@ static void do_answer(void *arg)
 		imm = raw;
 		break;
 	}
-	xops->post_write(c->xcon, NULL, 0, 0, 0, imm, 0, IBTRS_XPRT_IMM);
+	srv_write(c, NULL, 0, 0, imm, IBTRS_XPRT_IMM);
 }
 
 /**
@@ -611,8 +665,7 @@ static void do_imm(void *arg)
 	struct fcon *c = &fcons[(v >> 32) % MAX_CONS];
 
 	if (c->xcon)
-		xops->post_write(c->xcon, NULL, 0, 0, 0, (uint32_t)v, 0,
-				 IBTRS_XPRT_IMM);
+		srv_write(c, NULL, 0, 0, (uint32_t)v, IBTRS_XPRT_IMM);
 }
 
 /**
@@ -626,7 +679,7 @@ static void do_send(void *arg)
 	struct iovec iov = { .iov_base = reply, .iov_len = (uint32_t)v };
 
 	if (c->xcon)
-		xops->post_send(c->xcon, &iov, 1, 0, 0);
+		srv_send(c, &iov);
 }
 
 /**
@@ -675,13 +728,40 @@ static void pump(void)
 }
 
 /**
+ * fake_clock() - the library's clock, moved by CLT_OP_SYNC only
+ *
+ * Return: nanoseconds.
+ */
+static uint64_t fake_clock(void)
+{
+	return atomic_load(&fake_ns);
+}
+
+/**
+ * quiet() - whether every frame the fake server sent was taken by the
+ * client: no signalled post of a live connection waits for its completion
+ *
+ * Return: true if so.
+ */
+static bool quiet(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_CONS; i++)
+		if (fcons[i].xcon && !fcons[i].failed && fcons[i].sig)
+			return false;
+	return true;
+}
+
+/**
  * await() - wait, bounded, until every submitted request is confirmed or
- * held by the server, running the fake server meanwhile
+ * held by the server, running the fake server meanwhile; or until nothing
+ * moves, before and after a step of time and a tick of the session
  */
 static void await(void)
 {
 	uint64_t end = ibtrs_real_now_ns() + AWAIT_MS * 1000000ull;
-	bool done;
+	bool ticked = false, done;
 
 	for (;;) {
 		pump();
@@ -690,7 +770,16 @@ static void await(void)
 		pthread_mutex_unlock(&conf_lock);
 		if (done || ibtrs_real_now_ns() >= end)
 			break;
-		/* A confirmation queues @wake. */
+		if (quiet()) {
+			if (ticked)
+				break;
+			/* Only time can move the client now. */
+			atomic_fetch_add(&fake_ns, SYNC_STEP_MS * 1000000ull);
+			ibtrs_loop_call(clt->loop, clt_tick, clt);
+			ticked = true;
+			continue;
+		}
+		/* A confirmation queues @wake; a completion is an event. */
 		ibtrs_loop_test_run(sloop, WAIT_STEP_MS);
 	}
 }
@@ -837,6 +926,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	sin->sin_port = htons(srv_port);
 	FUZZ_CHECK(!ibtrs_auth_keypair(srv_priv, srv_pub));
 	write_key();
+	ibtrs_set_test_clock(fake_clock);
 	ibtrs_loop_test_adopt(sloop);
 	wake.fn = wake_fn;
 	FUZZ_CHECK(!pthread_create(&opener_thread, NULL, opener_main, NULL));

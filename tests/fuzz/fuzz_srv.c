@@ -21,10 +21,14 @@
  * (ibtrs_loop_test_adopt()): the harness runs them until neither has
  * anything left to do (pump()) where it waits for the server (an
  * AUTH_RSP, an INFO_RSP, SRV_OP_SYNC, the end of the input), instead of
- * a thread hand-off per message, which took most of the time. Only the
- * connect, which blocks until the server accepted, is another thread's
- * (the connector's), while this one runs the server. The client's key
- * pair of the handshake is made once: the server's side stays real.
+ * a thread hand-off per message, which took most of the time. The
+ * connect too runs here: the loop backend is included (loop_xprt.c),
+ * its one wait (for the listener's answer to the connection request)
+ * being connect_wait(), which runs the server's loop until the answer
+ * came, where the backend would sleep on its condition variable; a
+ * thread of its own for the connect cost two thread wake-ups each way,
+ * about half the time of an input. The client's key pair of the
+ * handshake is made once: the server's side stays real.
  *
  * Checked beyond ASan and UBSan: an accepted connection carries a usable
  * geometry, the server accepts AUTH_REQ only with the proofs it must ask
@@ -35,6 +39,17 @@
  * a DISCONNECTED event follows each CONNECTED one.
  */
 #include "../../src/core/srv.c"
+
+#include <pthread.h>
+#include <time.h>
+
+static int connect_wait(pthread_cond_t *cond, pthread_mutex_t *lock,
+			const struct timespec *deadline);
+
+#undef container_of
+#define pthread_cond_timedwait connect_wait
+#include "../../src/xprt/loop/loop_xprt.c"
+#undef pthread_cond_timedwait
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,7 +64,7 @@
 #define CONNECT_WAIT_MS 10000
 #define END_WAIT_MS 10000
 #define MAX_HELD 16
-#define WAIT_STEP_MS 10 /* a wait for the connector or the server's timers */
+#define WAIT_STEP_MS 10 /* a wait for the server's timers */
 
 /**
  * struct slot - one client connection
@@ -150,38 +165,6 @@ static _Atomic uint64_t fake_ns = 1000000000000ull;
 
 /* The client's key pair of every handshake. */
 static uint8_t clt_priv[IBTRS_AUTH_KEY_LEN], clt_pub[IBTRS_AUTH_KEY_LEN];
-
-/**
- * struct connector - the thread that runs the blocking connect
- * @lock: guards the rest
- * @cond: a request came (@busy set)
- * @busy: a request waits or runs
- * @done: it returned: @ret and @con are its results
- * @loop: the server's loop, woken by @wake when done
- * @wake: queued on @loop when the connect returned
- * @attr: the connection's attributes
- * @priv: the connection request
- * @rsp: the answer
- * @ret: connect's return
- * @con: the connection
- */
-struct connector {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool busy;
-	bool done;
-	struct ibtrs_loop *loop;
-	struct ibtrs_work wake;
-	const struct ibtrs_xprt_con_attr *attr;
-	const void *priv;
-	void *rsp;
-	int ret;
-	struct ibtrs_xprt_con *con;
-};
-
-static struct connector ctr = { .lock = PTHREAD_MUTEX_INITIALIZER,
-				.cond = PTHREAD_COND_INITIALIZER };
-static pthread_t ctr_thread;
 
 static pthread_mutex_t clt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slot slots[SRV_SLOTS];
@@ -453,45 +436,35 @@ static uint32_t wait_auth(struct slot *s)
 }
 
 /**
- * ctr_wake() - nothing: it woke the server's loop for the harness
- * @w: unused
- */
-static void ctr_wake(struct ibtrs_work *w)
-{
-	(void)w;
-}
-
-/**
- * ctr_main() - the connector: run each connect it is handed
- * @arg: unused
+ * connect_wait() - the loop backend's wait in connect() for the
+ * listener's answer, on this thread: run the server's loop (whose
+ * connection request handler answers) instead of sleeping, as a wake-up
+ * without a signal, which the backend's loop around the wait allows
+ * @cond: the link's condition, signalled by the answer
+ * @lock: the link's lock, held
+ * @deadline: CLOCK_MONOTONIC bound of the connect
  *
- * Return: never.
+ * Return: 0, or ETIMEDOUT once @deadline passed.
  */
-static void *ctr_main(void *arg)
+static int connect_wait(pthread_cond_t *cond, pthread_mutex_t *lock,
+			const struct timespec *deadline)
 {
-	(void)arg;
-	pthread_mutex_lock(&ctr.lock);
-	for (;;) {
-		struct ibtrs_xprt_con *con = NULL;
-		int ret;
+	uint64_t end = (uint64_t)deadline->tv_sec * 1000000000ull +
+		       (uint64_t)deadline->tv_nsec;
 
-		while (!ctr.busy || ctr.done)
-			pthread_cond_wait(&ctr.cond, &ctr.lock);
-		pthread_mutex_unlock(&ctr.lock);
-		ret = xops->connect(cpd, NULL, (struct sockaddr *)&srv_addr,
-				    ctr.attr, ctr.priv, ctr.rsp,
-				    CONNECT_WAIT_MS, &con);
-		pthread_mutex_lock(&ctr.lock);
-		ctr.ret = ret;
-		ctr.con = con;
-		ctr.done = true;
-		ibtrs_loop_queue(ctr.loop, &ctr.wake);
-	}
-	return NULL;
+	(void)cond;
+	if (ibtrs_real_now_ns() >= end)
+		return ETIMEDOUT;
+	pthread_mutex_unlock(lock);
+	if (!turn())
+		ibtrs_loop_test_run(srv->loop, WAIT_STEP_MS);
+	pthread_mutex_lock(lock);
+	return 0;
 }
 
 /**
- * do_connect() - xops->connect() on the connector, the server run here
+ * do_connect() - xops->connect(), the server run meanwhile by
+ * connect_wait()
  * @attr: the connection's attributes
  * @priv: the connection request
  * @rsp: the answer
@@ -502,34 +475,9 @@ static void *ctr_main(void *arg)
 static int do_connect(const struct ibtrs_xprt_con_attr *attr, const void *priv,
 		      void *rsp, struct ibtrs_xprt_con **conp)
 {
-	bool done = false;
-	int ret;
-
-	pthread_mutex_lock(&ctr.lock);
-	ctr.attr = attr;
-	ctr.priv = priv;
-	ctr.rsp = rsp;
-	ctr.loop = srv->loop;
-	ctr.busy = true;
-	ctr.done = false;
-	pthread_cond_signal(&ctr.cond);
-	pthread_mutex_unlock(&ctr.lock);
-	for (;;) {
-		pump();
-		pthread_mutex_lock(&ctr.lock);
-		done = ctr.done;
-		pthread_mutex_unlock(&ctr.lock);
-		if (done)
-			break;
-		/* The connector queues its request, then ctr.wake. */
-		ibtrs_loop_test_run(srv->loop, WAIT_STEP_MS);
-	}
-	pthread_mutex_lock(&ctr.lock);
-	ret = ctr.ret;
-	*conp = ctr.con;
-	ctr.busy = false;
-	pthread_mutex_unlock(&ctr.lock);
-	return ret;
+	pump();
+	return xops->connect(cpd, NULL, (struct sockaddr *)&srv_addr, attr,
+			     priv, rsp, CONNECT_WAIT_MS, conp);
 }
 
 /**
@@ -1021,7 +969,7 @@ static void write_keys(void)
 
 /**
  * LLVMFuzzerInitialize() - the servers, the client's loop, pd and region,
- * the loops taken over by this thread, the connector and the key pair
+ * the loops taken over by this thread, and the key pair
  * @argc: unused
  * @argv: unused
  *
@@ -1059,8 +1007,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	ibtrs_loop_test_adopt(variants[0].srv->loop);
 	ibtrs_loop_test_adopt(variants[1].srv->loop);
 	ibtrs_loop_test_adopt(cloop);
-	ctr.wake.fn = ctr_wake;
-	FUZZ_CHECK(!pthread_create(&ctr_thread, NULL, ctr_main, NULL));
 	FUZZ_CHECK(!ibtrs_auth_keypair(clt_priv, clt_pub));
 	return 0;
 }
