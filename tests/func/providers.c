@@ -10,7 +10,9 @@
  * line naming the provider. On an accepted one a second server on the
  * same port must be refused with EADDRINUSE, and a client session must
  * run: 4 KiB and 128 KiB WRITEs read back and compared; a second session,
- * opened before the first closes, still runs one after. The child's end (exit
+ * opened before the first closes, still runs one after; a third one's path
+ * fails, the session closes, and no fd but the provider's own is closed
+ * (child_fail_close()). The child's end (exit
  * status or signal) and its stderr are checked by the parent. tcp, the
  * provider the suite runs on, must work.
  *
@@ -20,7 +22,10 @@
  *
  * Skips (77) when the ofi backend is not built.
  */
+#include <fcntl.h>
 #include <sys/wait.h>
+
+#include <ibtrs_fault.h>
 
 #include "harness.h"
 
@@ -28,6 +33,7 @@
 #define CHILD_REFUSED 2
 #define CHILD_NO_BACKEND 3
 #define CHILD_TIMEOUT_S 120
+#define NR_SENTINELS 256
 
 static const char *const providers[] = {
 	"tcp", "net", "sockets", "udp", "shm", "ofi_rxm", "verbs", "nosuch",
@@ -68,6 +74,68 @@ static struct ibtrs_srv_ctx *srv_open(uint16_t port)
 	opts.rdma_ev = dummy_rdma_ev;
 	errno = 0;
 	return ibtrs_srv_open_opts(&opts);
+}
+
+/*
+ * A path whose connections fail and whose session then closes: the
+ * provider must close each of its sockets once. With libfabric 1.17's
+ * sockets, fi_shutdown() closed the endpoint's CM socket and its fi_close()
+ * closed the same number again; here that number is taken by one of
+ * NR_SENTINELS fds opened in between (fds are allocated lowest first), and
+ * a sentinel found closed fails the child.
+ */
+static void child_fail_close(const char *prov, uint16_t port,
+			     struct ibtrs_srv_ctx *srv)
+{
+	struct ibtrs_srv_stats ss = { .size = sizeof(ss) };
+	struct sockaddr_storage dst;
+	struct ibtrs_addr addr = { .dst = &dst };
+	struct ibtrs_clt_opts o;
+	struct ibtrs_attrs attr;
+	struct ibtrs_clt *sess;
+	int fds[NR_SENTINELS];
+	unsigned int i, bad = 0;
+	double end;
+
+	CHECK_EQ(ibtrs_addr_to_sockaddr("ip:127.0.0.1", 12, port, &addr), 0);
+	ibtrs_clt_opts_init(&o, sizeof(o));
+	o.sessname = "fail-close";
+	o.paths = &addr;
+	o.path_cnt = 1;
+	o.port = port;
+	/* No reconnect before the close: the failed connections stay. */
+	o.reconnect_delay_sec = 60;
+	sess = ibtrs_clt_open_opts(&o);
+	CHECK(sess);
+	CHECK_EQ(ibtrs_clt_inject_fault(sess, 0, IBTRS_FAULT_CLOSE, 0), 0);
+	/* Both ends have seen the failure (and shut down or closed). */
+	end = t_now() + 10;
+	while (!ibtrs_clt_query(sess, &attr) && t_now() < end)
+		h_sleep_ms(5);
+	CHECK(ibtrs_clt_query(sess, &attr) != 0);
+	do {
+		CHECK_EQ(ibtrs_srv_get_stats(srv, &ss), 0);
+		if (!ss.paths)
+			break;
+		h_sleep_ms(5);
+	} while (t_now() < end);
+	CHECK_EQ(ss.paths, 0);
+	for (i = 0; i < NR_SENTINELS; i++) {
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		CHECK(fds[i] >= 0);
+	}
+	ibtrs_clt_close(sess);
+	for (i = 0; i < NR_SENTINELS; i++) {
+		if (fcntl(fds[i], F_GETFD) < 0) {
+			fprintf(stderr,
+				"provider %s: fd %d, not its own, closed\n",
+				prov, fds[i]);
+			bad++;
+			continue;
+		}
+		close(fds[i]);
+	}
+	CHECK_EQ(bad, 0);
 }
 
 /* Whether the server opens on @prov; exits with the refusal if not. */
@@ -137,6 +205,7 @@ static void child(const char *prov)
 	CHECK(!memcmp(wbuf, rbuf, sizes[1]));
 	ibtrs_clt_put_tag(sess2, tag);
 	ibtrs_clt_close(sess2);
+	child_fail_close(prov, srv.port, srv.ctx);
 	h_srv_stop(&srv);
 	free(wbuf);
 	free(rbuf);

@@ -233,6 +233,7 @@ struct ofi_pd {
 	bool trywait; /* fi_trywait() reports what is pending */
 	bool flat;    /* OFI_Q_FLAT_WAIT: connections wait as ofi_flat_open()
 		       * says */
+	bool no_shutdown; /* OFI_Q_NO_SHUTDOWN */
 };
 
 /*
@@ -587,11 +588,15 @@ static const char *ofi_domain_name(const struct fi_info *info)
 enum {
 	OFI_Q_SERIAL = 1 << 0, /* calls on one domain from one thread at a time
 				*/
-	OFI_Q_NO_TRYWAIT = 1 << 1, /* fi_trywait() tells nothing: every post
-				    * and every read is followed through */
-	OFI_Q_FLAT_WAIT = 1 << 2,  /* wait objects nest the domain's progress
-				    * epoll and keep their signal set: see
-				    * ofi_flat_open() */
+	OFI_Q_NO_TRYWAIT = 1 << 1,  /* fi_trywait() tells nothing: every post
+				     * and every read is followed through */
+	OFI_Q_FLAT_WAIT = 1 << 2,   /* wait objects nest the domain's progress
+				     * epoll and keep their signal set: see
+				     * ofi_flat_open() */
+	OFI_Q_NO_SHUTDOWN = 1 << 3, /* fi_shutdown() closes a socket that
+				     * the endpoint's close closes again:
+				     * a failed connection closes its
+				     * endpoint instead (ofi_fail()) */
 };
 
 static const struct {
@@ -604,6 +609,14 @@ static const struct {
 	 * the signal of a CQ's or EQ's wait object; and each of these
 	 * objects nests the domain's progress epoll. */
 	{ "net", OFI_Q_SERIAL | OFI_Q_FLAT_WAIT },
+	/* 1.17: fi_shutdown() closes the endpoint's CM socket and leaves its
+	 * number in the connection handle, which the endpoint's fi_close()
+	 * (its CM thread) closes again; a peer's shutdown closes the handle's
+	 * socket first and leaves the number in the endpoint, which
+	 * fi_shutdown() closes again (sock_ep_cm_shutdown()). Either way
+	 * the number, reused meanwhile, is another object's: a loop's epoll
+	 * fd closed so stopped every session of that loop. */
+	{ "sockets", OFI_Q_NO_SHUTDOWN },
 };
 
 static unsigned int ofi_quirks(const char *prov)
@@ -1174,6 +1187,7 @@ static int ofi_pd_alloc(struct ibtrs_xprt_pd **pdp, unsigned int max_mrs)
 	pd->serial = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_SERIAL;
 	pd->trywait = !(ofi_quirks(ofi_prov(pd->info)) & OFI_Q_NO_TRYWAIT);
 	pd->flat = pd->dom->flat;
+	pd->no_shutdown = ofi_quirks(ofi_prov(pd->info)) & OFI_Q_NO_SHUTDOWN;
 	ibtrs_log(IBTRS_LOG_DEBUG, "ofi: pd on %s/%s, mr_mode %#llx",
 		  ofi_prov(pd->info), ofi_domain_name(pd->info),
 		  (unsigned long long)pd->mr_mode);
@@ -1406,6 +1420,8 @@ static int ofi_rxb_post(struct ofi_con *c, unsigned int i, size_t len,
 		.context = ctx,
 	};
 
+	if (!c->ep) /* closed by ofi_fail() */
+		return -FI_ENOTCONN;
 	return (int)OFI_CALL(c->pd, fi_recvmsg(c->ep, &msg, 0));
 }
 
@@ -2408,8 +2424,8 @@ del:
  *
  * Loop thread, or before start. A thread still reaping transmit
  * completions is waited for, the endpoint is shut down so the peer sees
- * FI_SHUTDOWN, and the work requests that never completed complete with
- * -ECANCELED.
+ * FI_SHUTDOWN (closed instead on a provider with OFI_Q_NO_SHUTDOWN), and
+ * the work requests that never completed complete with -ECANCELED.
  */
 static void ofi_fail(struct ofi_con *c, int err)
 {
@@ -2426,7 +2442,20 @@ static void ofi_fail(struct ofi_con *c, int err)
 	pthread_mutex_unlock(&c->sq_lock);
 	if (started)
 		ofi_srcs_del(c);
-	OFI_CALL(c->pd, fi_shutdown(c->ep, 0));
+	if (c->pd->no_shutdown) {
+		/* The close tells the peer as a shutdown does, and closes
+		 * the provider's sockets once. Nothing posts any more (dead)
+		 * and nobody else reads ep now. */
+		struct fid_ep *ep = c->ep;
+
+		pthread_mutex_lock(&c->sq_lock);
+		c->ep = NULL;
+		pthread_mutex_unlock(&c->sq_lock);
+		if (ep)
+			OFI_CALL(c->pd, fi_close(&ep->fid));
+	} else {
+		OFI_CALL(c->pd, fi_shutdown(c->ep, 0));
+	}
 	ofi_flush_errors(c);
 	if (err) {
 		OFI_INC(conn_failures);
@@ -2961,6 +2990,8 @@ static int ofi_name(struct ibtrs_xprt_con *xcon, bool peer,
 	struct ofi_con *c = to_ofi_con(xcon);
 	size_t alen = sizeof(*ss);
 
+	if (!c->ep) /* closed by ofi_fail() */
+		return -ENOTCONN;
 	return peer ? fi_getpeer(c->ep, ss, &alen)
 		    : fi_getname(&c->ep->fid, ss, &alen);
 }
