@@ -998,6 +998,7 @@ static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
 		       (sig0 ? BENCH_SIG_SRV_CPU_NS : BENCH_SRV_CPU_NS);
 	struct bench_sync *s;
 	struct iovec vec, sg;
+	struct timespec ts;
 	int ret;
 
 	s = calloc(1, sizeof(*s));
@@ -1034,9 +1035,21 @@ static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
 			pthread_mutex_unlock(&s->lock);
 			return now >= end ? -ETIMEDOUT : -EINTR;
 		}
-		pthread_mutex_unlock(&s->lock);
-		bench_wait_signal(b, BENCH_SRV_CPU_SLICE_NS);
-		pthread_mutex_lock(&s->lock);
+		/* The answer wakes this at once; between slices a look for
+		 * SIGINT or SIGTERM, which this thread takes by waiting. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)BENCH_SRV_CPU_SLICE_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) ==
+			    ETIMEDOUT &&
+		    !s->done) {
+			pthread_mutex_unlock(&s->lock);
+			bench_wait_signal(b, 0);
+			pthread_mutex_lock(&s->lock);
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	ret = s->err;
