@@ -453,17 +453,11 @@ int cmd_bench(int argc, char *argv[])
 		tool_err("--loops needs --sessions of 2 or more");
 		return TOOL_EXIT_USAGE;
 	}
-	if (cfg.sessions > 1 && !loops_set) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		if (cpus < 1)
-			cpus = 1;
-		if (cpus > IBTRS_MAX_LOOP_THREADS)
-			cpus = IBTRS_MAX_LOOP_THREADS;
-		cfg.loop_threads = (uint32_t)cpus < cfg.sessions
-					   ? (uint32_t)cpus
-					   : cfg.sessions;
-	}
+	if (cfg.sessions > 1 && !loops_set)
+		cfg.loop_threads =
+			tool_online_cpus(cfg.sessions < IBTRS_MAX_LOOP_THREADS
+						 ? cfg.sessions
+						 : IBTRS_MAX_LOOP_THREADS);
 	prog.tty = !cfg.quiet && !json && isatty(STDERR_FILENO) &&
 		   cfg.sessions <= 1;
 	if (plot_file) {

@@ -1240,16 +1240,9 @@ static int srv_main(int argc, char *argv[], const struct option *longopts,
 	cfg.log_prefix = TOOL_NAME ": ";
 	cfg.exports = exports;
 	cfg.nr_exports = *nr_exports;
-	if (!cfg.loop_threads) {
-		/* A loop per core: many sessions use them all. */
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		if (cpus < 1)
-			cpus = 1;
-		if (cpus > IBTRS_SRV_MAX_LOOPS)
-			cpus = IBTRS_SRV_MAX_LOOPS;
-		cfg.loop_threads = (uint32_t)cpus;
-	}
+	/* A loop per core: many sessions use them all. */
+	if (!cfg.loop_threads)
+		cfg.loop_threads = tool_online_cpus(IBTRS_SRV_MAX_LOOPS);
 
 	ctx = tool_srv_start(&cfg);
 	if (!ctx)

@@ -109,6 +109,7 @@ int tool_parse_seconds(const char *s, double *out);
 bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive);
 uint64_t tool_now_ns(void);
 int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us);
+uint32_t tool_online_cpus(uint32_t max);
 uint64_t tool_random64(void);
 void tool_signals_init(void);
 int tool_signal_wait(int timeout_ms, pid_t *from);

@@ -272,6 +272,21 @@ uint64_t tool_now_ns(void)
 }
 
 /**
+ * tool_online_cpus() - the online CPUs, for a thread per core
+ * @max: at most this many
+ *
+ * Return: 1 to @max.
+ */
+uint32_t tool_online_cpus(uint32_t max)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus < 1)
+		cpus = 1;
+	return (uint64_t)cpus < max ? (uint32_t)cpus : max;
+}
+
+/**
  * tool_cpu_us() - CPU time of this process so far (getrusage)
  * @user_us: time in user mode, microseconds
  * @sys_us: time in the kernel, microseconds
