@@ -34,38 +34,54 @@ for p in json.load(sys.stdin):
 sys.exit(1)' "$1"
 }
 
+# running NAME PID: wait (30 s at most) for the bench's first one-second
+# line in $TMP/NAME.err: its run is on.
+running() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^{' "$TMP/$1.err" 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || fail "$1: the bench is gone"
+		sleep 0.1
+	done
+	fail "$1: the run did not start"
+}
+
+# signal_gone SIGNAL PID: send it, wait up to 2 s for PID to end; sets
+# $ms to the time it took and $alive to 1 if it still runs.
+signal_gone() {
+	local i t0 t1
+	t0=$(date +%s%N)
+	kill "-$1" "$2"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.02
+	done
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	alive=0
+	kill -0 "$2" 2>/dev/null && alive=1
+}
+
 # stuck SIGNAL: a bench whose paths both start dropping after 1 s gets
 # SIGNAL once its run is on (its first one-second line: a slow open may
 # come after the drop) and requests are stuck; it must be gone within 2 s.
 stuck() {
-	local sig=$1 pid i t0 t1 ms rc
+	local sig=$1 pid i rc
 	IBTRS_FAULT=0:drop@1000,1:drop@1000 "$IBTRS" bench \
 		--path ip:127.0.0.1 --path ip:127.0.0.2,ip:127.0.0.1 \
 		--port "$SRV_PORT" --verify --qd 16 --time 120 --json \
 		--interval-json >"$TMP/$sig.json" 2>"$TMP/$sig.err" &
 	pid=$!
 	PIDS+=("$pid")
-	for ((i = 0; i < 300; i++)); do
-		grep -q '^{' "$TMP/$sig.err" 2>/dev/null && break
-		kill -0 "$pid" 2>/dev/null || fail "$sig: the bench is gone"
-		sleep 0.1
-	done
-	grep -q '^{' "$TMP/$sig.err" || fail "$sig: the run did not start"
+	running "$sig" "$pid"
 	for ((i = 0; i < 200; i++)); do
 		kill -0 "$pid" 2>/dev/null || fail "$sig: the bench is gone"
 		all_down "$pid" && break
 		sleep 0.1
 	done
 	all_down "$pid" || fail "$sig: the paths did not go down"
-	t0=$(date +%s%N)
-	kill "-$sig" "$pid"
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.02
-	done
-	t1=$(date +%s%N)
-	ms=$(((t1 - t0) / 1000000))
-	kill -0 "$pid" 2>/dev/null && fail "$sig: the bench still runs after 2 s"
+	signal_gone "$sig" "$pid"
+	[ "$alive" = 0 ] || fail "$sig: the bench still runs after 2 s"
 	wait "$pid"
 	rc=$?
 	echo "$sig: exit $rc after $ms ms: $(head -c 400 "$TMP/$sig.json")"
@@ -95,23 +111,9 @@ stuck INT
 	2>"$TMP/stopped.err" &
 pid=$!
 PIDS+=("$pid")
-for ((i = 0; i < 100; i++)); do
-	grep -q '^{' "$TMP/stopped.err" 2>/dev/null && break
-	kill -0 "$pid" 2>/dev/null || fail "stopped: the bench is gone"
-	sleep 0.1
-done
-grep -q '^{' "$TMP/stopped.err" || fail "stopped: the bench did not start"
+running stopped "$pid"
 kill -STOP "$SRV_PID"
-t0=$(date +%s%N)
-kill -TERM "$pid"
-for ((i = 0; i < 100; i++)); do
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.02
-done
-t1=$(date +%s%N)
-ms=$(((t1 - t0) / 1000000))
-alive=0
-kill -0 "$pid" 2>/dev/null && alive=1
+signal_gone TERM "$pid"
 kill -CONT "$SRV_PID"
 wait "$pid"
 rc=$?
