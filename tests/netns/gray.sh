@@ -96,6 +96,19 @@ EOF
 
 nlines() { grep -c '^{' "$tmp/$1.err"; }
 
+# wait_demoted NAME: poll "ibtrs status" of the bench (30 s at most) until
+# a path is demoted; its last answer stays in $tmp/NAME-status.json.
+wait_demoted() {
+	for _ in $(seq 60); do
+		ip netns exec "$C" "$tool" status --json --pid "$bench_pid" \
+			>"$tmp/$1-status.json" 2>&1
+		grep -q '"demoted": *true' "$tmp/$1-status.json" && return 0
+		kill -0 "$bench_pid" 2>/dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
 # end_bench: SIGINT (the bench prints its JSON and exits 0); sets $rc.
 end_bench() {
 	kill -INT "$bench_pid" 2>/dev/null
@@ -179,13 +192,7 @@ scenario_slow() {
 	# What "ibtrs status" says of the demoted path, once it says so (a
 	# second of little load on path 1 may also be a reconnect): 30 s at
 	# most, the last answer kept for the verdict.
-	for _ in $(seq 60); do
-		ip netns exec "$C" "$tool" status --json --pid "$bench_pid" \
-			>"$tmp/slow-status.json" 2>&1
-		grep -q '"demoted": *true' "$tmp/slow-status.json" && break
-		kill -0 "$bench_pid" 2>/dev/null || break
-		sleep 0.5
-	done
+	wait_demoted slow
 	# Five seconds of the demoted path, bounded by the bench's lines.
 	for _ in 1 2 3 4 5; do
 		wait_lines slow 'True' && skip=$((skip + 1))
@@ -315,13 +322,7 @@ EOF
 		echo "lossy: path 1 still carries 1 % or more (going on)"
 	# A second of little load on a lossy path is not yet its demotion:
 	# wait (30 s at most) for "ibtrs status" to say it is demoted.
-	for _ in $(seq 60); do
-		ip netns exec "$C" "$tool" status --json --pid "$bench_pid" \
-			>"$tmp/lossy-status.json" 2>&1
-		grep -q '"demoted": *true' "$tmp/lossy-status.json" && break
-		kill -0 "$bench_pid" 2>/dev/null || break
-		sleep 0.5
-	done
+	wait_demoted lossy
 	end_bench
 	ip netns exec "$S" nft delete table inet ibtrs_loss
 	stop_server
