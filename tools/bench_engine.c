@@ -50,6 +50,8 @@
 /* The same after SIGINT or SIGTERM: the run must end within 2 s, and
  * closing the session then fails what is left. */
 #define BENCH_SIG_DRAIN_NS (500ull * 1000000ull)
+/* ... and ends early once this long passes without a completion. */
+#define BENCH_SIG_IDLE_NS (100ull * 1000000ull)
 /* Longest sleep of a submitter waiting for a free tag. */
 #define BENCH_TAG_POLL_NS (1000ull * 1000ull)
 /* Extra time a submitter thread may take to finish after draining. */
@@ -692,24 +694,43 @@ static struct bench_req *bench_take_slot(struct bench_thread *t)
  * bench_drain() - wait until the requests of a thread completed
  * @t: the thread
  *
- * Gives up after BENCH_DRAIN_NS; closing the session then aborts what is
- * left.
+ * Gives up after BENCH_DRAIN_NS, or after BENCH_SIG_DRAIN_NS once SIGINT or
+ * SIGTERM came (also when it comes during the drain), and then as well as
+ * soon as BENCH_SIG_IDLE_NS pass without a completion: a server that
+ * stopped answering must not hold the end of the run. Closing the session
+ * then aborts what is left.
  */
 static void bench_drain(struct bench_thread *t)
 {
-	uint64_t deadline = tool_now_ns() +
-			    (__atomic_load_n(&t->b->signal, __ATOMIC_RELAXED)
-				     ? BENCH_SIG_DRAIN_NS
-				     : BENCH_DRAIN_NS);
-	struct timespec ts;
+	uint64_t now = tool_now_ns(), deadline = now + BENCH_DRAIN_NS;
+	bool sig = false;
+	unsigned int last;
 
-	ts.tv_sec = (time_t)(deadline / 1000000000ull);
-	ts.tv_nsec = (long)(deadline % 1000000000ull);
 	pthread_mutex_lock(&t->lock);
-	while (t->inflight) {
+	last = t->inflight;
+	while (t->inflight && now < deadline) {
+		uint64_t until = deadline;
+		struct timespec ts;
+
+		if (!sig && __atomic_load_n(&t->b->signal, __ATOMIC_RELAXED)) {
+			sig = true;
+			if (deadline > now + BENCH_SIG_DRAIN_NS)
+				deadline = now + BENCH_SIG_DRAIN_NS;
+		}
+		/* Slices: a signal or a stall is seen within one. */
+		if (until > now + BENCH_SIG_IDLE_NS)
+			until = now + BENCH_SIG_IDLE_NS;
+		if (until > deadline)
+			until = deadline;
+		ts.tv_sec = (time_t)(until / 1000000000ull);
+		ts.tv_nsec = (long)(until % 1000000000ull);
 		if (pthread_cond_timedwait(&t->cond, &t->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
+		    ETIMEDOUT) {
+			if (sig && t->inflight == last)
+				break;
+			last = t->inflight;
+		}
+		now = tool_now_ns();
 	}
 	pthread_mutex_unlock(&t->lock);
 }
