@@ -40,10 +40,22 @@ running() {
 	local i
 	for ((i = 0; i < 300; i++)); do
 		grep -q '^{' "$TMP/$1.err" 2>/dev/null && return 0
-		kill -0 "$2" 2>/dev/null || fail "$1: the bench is gone"
+		kill -0 "$2" 2>/dev/null || gone "$1" "$2"
 		sleep 0.1
 	done
 	fail "$1: the run did not start"
+}
+
+# gone NAME PID: the bench ended by itself; fail with its exit status and
+# the end of what it wrote.
+gone() {
+	local rc
+	wait "$2"
+	rc=$?
+	grep -v '^{' "$TMP/$1.err" | tail -20 | sed 's/^/  stderr: /' >&2
+	kill -0 "$SRV_PID" 2>/dev/null || echo "  the server is gone too" >&2
+	tail -40 "$TMP/srv.err" | sed 's/^/  server: /' >&2
+	fail "$1: the bench is gone (exit $rc): $(head -c 400 "$TMP/$1.json")"
 }
 
 # signal_gone SIGNAL PID: send it, wait up to 2 s for PID to end; sets
@@ -75,7 +87,7 @@ stuck() {
 	PIDS+=("$pid")
 	running "$sig" "$pid"
 	for ((i = 0; i < 200; i++)); do
-		kill -0 "$pid" 2>/dev/null || fail "$sig: the bench is gone"
+		kill -0 "$pid" 2>/dev/null || gone "$sig" "$pid"
 		all_down "$pid" && break
 		sleep 0.1
 	done
