@@ -285,7 +285,6 @@ struct ibtrs_srv_ctx {
 	struct ctl_node ctl;
 };
 
-static const struct ibtrs_xprt_handler srv_handler;
 static void srv_auth(struct srv_con *con, uint32_t len);
 static void srv_join(struct srv_con *con);
 
@@ -850,10 +849,6 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
 	struct srv_con *con = xcon->ctx;
 	char why[64];
 
-	if (con->hs) {
-		hs_close(con, strerror(-err));
-		return;
-	}
 	if (!con->path)
 		return;
 	/* The backend refused what the peer sent (a bad frame, a remote
@@ -1127,32 +1122,6 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	struct srv_path *path = con->path;
 	int ret;
 
-	if (con->hs) {
-		/* Before AUTH_REQ, and after a refusal, nothing is taken. */
-		if (wc->opcode == IBTRS_WC_SEND) {
-			/* The refusal left (or was flushed): close, but
-			 * not from within the send that completed it. */
-			if (con->hs->refused)
-				ibtrs_loop_queue(con->loop,
-						 &con->hs->close_work);
-			return;
-		}
-		/* One AUTH_REQ: nothing may follow it before AUTH_RSP. */
-		if (wc->opcode == IBTRS_WC_RECV && wc->wr_id == WR_ID_AUTH &&
-		    !con->hs->refused && !con->joining && con->hs->listed) {
-			srv_auth(con, wc->byte_len);
-			return;
-		}
-		if (!con->hs->refused) {
-			atomic_fetch_add(&con->ctx->proto_errors, 1);
-			atomic_fetch_add(&con->ctx->auth_failed, 1);
-			ibtrs_log_rl(IBTRS_LOG_WARN,
-				     "client %s refused: no AUTH_REQ first",
-				     con->hs->peer);
-		}
-		hs_close(con, "unexpected message before AUTH_REQ");
-		return;
-	}
 	switch (wc->opcode) {
 	case IBTRS_WC_WRITE:
 		/* A READ answer left, or was flushed: the chunk is free. */
@@ -1210,7 +1179,8 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 		con->sess->ctx->ops->post_recv(xcon, NULL, 0, WR_ID_IMM);
 }
 
-static const struct ibtrs_xprt_handler srv_handler = {
+/* A joined connection's completions (srv_join() installs it). */
+static const struct ibtrs_xprt_handler srv_io_handler = {
 	.wc = srv_con_wc,
 	.err = srv_con_err,
 };
@@ -1726,6 +1696,8 @@ static void srv_join(struct srv_con *con)
 	path->cons[cr->cid] = con;
 	path->nr_cons++;
 	hs_free(con);
+	/* Its completions are its session's from now on. */
+	con->xcon->handler = &srv_io_handler;
 
 	/* Receives first: con 0's first one takes INFO_REQ. */
 	ret = 0;
@@ -1787,6 +1759,50 @@ static void con_join_work(struct ibtrs_work *w)
 		hs_close(con, "hand-over failed");
 	}
 }
+
+/*
+ * A connection's completions until it joined its session (then
+ * srv_io_handler's): before AUTH_REQ, and after a refusal, nothing is
+ * taken.
+ */
+static void srv_hs_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
+{
+	struct srv_con *con = xcon->ctx;
+
+	if (!con->hs)
+		return; /* closed: what its disconnect flushed */
+	if (wc->opcode == IBTRS_WC_SEND) {
+		/* The refusal left (or was flushed): close, but not from
+		 * within the send that completed it. */
+		if (con->hs->refused)
+			ibtrs_loop_queue(con->loop, &con->hs->close_work);
+		return;
+	}
+	/* One AUTH_REQ: nothing may follow it before AUTH_RSP. */
+	if (wc->opcode == IBTRS_WC_RECV && wc->wr_id == WR_ID_AUTH &&
+	    !con->hs->refused && !con->joining && con->hs->listed) {
+		srv_auth(con, wc->byte_len);
+		return;
+	}
+	if (!con->hs->refused) {
+		atomic_fetch_add(&con->ctx->proto_errors, 1);
+		atomic_fetch_add(&con->ctx->auth_failed, 1);
+		ibtrs_log_rl(IBTRS_LOG_WARN,
+			     "client %s refused: no AUTH_REQ first",
+			     con->hs->peer);
+	}
+	hs_close(con, "unexpected message before AUTH_REQ");
+}
+
+static void srv_hs_err(struct ibtrs_xprt_con *xcon, int err)
+{
+	hs_close(xcon->ctx, strerror(-err));
+}
+
+static const struct ibtrs_xprt_handler srv_hs_handler = {
+	.wc = srv_hs_wc,
+	.err = srv_hs_err,
+};
 
 /*
  * A connection request. Cheap checks only, and no session is touched: a
@@ -1901,7 +1917,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	con->free_work.fn = con_free_work;
 	con->join_work.fn = con_join_work;
 	atomic_init(&con->refs, 1);
-	con->xcon->handler = &srv_handler;
+	con->xcon->handler = &srv_hs_handler;
 	con->xcon->ctx = con;
 	hs->con = con;
 	hs->cr = cr;
