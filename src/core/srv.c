@@ -112,7 +112,7 @@ struct srv_con;
 struct srv_ident {
 	struct srv_ident *next;
 	_Atomic unsigned int sessions, cons, handshakes;
-	unsigned int holds; /* under ident_lock: ident_get() */
+	unsigned int holds; /* under ident_lock: srv_ident_get() */
 	char name[IBTRS_IDENTITY_MAX + 1];
 };
 
@@ -289,7 +289,7 @@ static void srv_auth(struct srv_con *con, uint32_t len);
 static void srv_join(struct srv_con *con);
 
 /* What one session counts against the memory limit. */
-static uint64_t sess_mem(const struct ibtrs_srv_ctx *ctx)
+static uint64_t srv_sess_mem(const struct ibtrs_srv_ctx *ctx)
 {
 	return SRV_SESS_MEM +
 	       (uint64_t)ctx->queue_depth *
@@ -297,14 +297,14 @@ static uint64_t sess_mem(const struct ibtrs_srv_ctx *ctx)
 }
 
 /* What one connection counts against the memory limit. */
-static uint64_t con_mem(const struct ibtrs_srv_ctx *ctx)
+static uint64_t srv_con_mem(const struct ibtrs_srv_ctx *ctx)
 {
 	return SRV_CON_MEM + (uint64_t)ctx->queue_depth * SRV_CON_MEM_CHUNK +
 	       (ctx->sec.tls != IBTRS_TLS_OFF ? SRV_CON_MEM_TLS : 0);
 }
 
 /* Whether @more fits under the memory limit. Context: ctx->lock held. */
-static bool mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more)
+static bool srv_mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more)
 {
 	return !ctx->max_memory || ctx->mem_used + more <= ctx->max_memory;
 }
@@ -313,10 +313,11 @@ static bool mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more)
 /* clients, as the limits count them                                    */
 
 /*
- * The record of @name, made if missing, held until ident_put(); NULL
+ * The record of @name, made if missing, held until srv_ident_put(); NULL
  * without memory. A count is raised only under a hold.
  */
-static struct srv_ident *ident_get(struct ibtrs_srv_ctx *ctx, const char *name)
+static struct srv_ident *srv_ident_get(struct ibtrs_srv_ctx *ctx,
+				       const char *name)
 {
 	struct srv_ident *id;
 
@@ -355,8 +356,8 @@ static void ident_gc(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
 	free(id);
 }
 
-/* Drop the hold of ident_get(). */
-static void ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
+/* Drop the hold of srv_ident_get(). */
+static void srv_ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
 {
 	if (!id)
 		return;
@@ -367,8 +368,8 @@ static void ident_put(struct ibtrs_srv_ctx *ctx, struct srv_ident *id)
 }
 
 /* Lower one of @id's counts; any thread. */
-static void ident_drop(struct ibtrs_srv_ctx *ctx, struct srv_ident *id,
-		       _Atomic unsigned int *count)
+static void srv_ident_drop(struct ibtrs_srv_ctx *ctx, struct srv_ident *id,
+			   _Atomic unsigned int *count)
 {
 	atomic_fetch_sub(count, 1);
 	pthread_mutex_lock(&ctx->ident_lock);
@@ -408,7 +409,7 @@ static void sess_free(struct ibtrs_srv *sess)
 			pthread_spin_destroy(&sess->ops[i].lock);
 	free(sess->ops);
 	if (sess->ident)
-		ident_drop(ctx, sess->ident, &sess->ident->sessions);
+		srv_ident_drop(ctx, sess->ident, &sess->ident->sessions);
 	ibtrs_wipe(sess->secret, sizeof(sess->secret));
 	free(sess);
 	pthread_mutex_lock(&ctx->lock);
@@ -439,7 +440,7 @@ static void sess_free_work(struct ibtrs_work *w)
 }
 
 /* Any thread. The last reference ends the session, on its loop. */
-static void sess_put(struct ibtrs_srv *sess)
+static void srv_sess_put(struct ibtrs_srv *sess)
 {
 	if (atomic_fetch_sub(&sess->refs, 1) != 1)
 		return;
@@ -453,7 +454,7 @@ static void sess_put(struct ibtrs_srv *sess)
  * The context's loop: off the list, which held the session's "alive"
  * reference; once only.
  */
-static void sess_unlink_put(struct ibtrs_srv *sess)
+static void srv_sess_unlink_put(struct ibtrs_srv *sess)
 {
 	struct ibtrs_srv **pp;
 
@@ -466,15 +467,15 @@ static void sess_unlink_put(struct ibtrs_srv *sess)
 		}
 	}
 	sess->closing = true;
-	sess_put(sess);
+	srv_sess_put(sess);
 }
 
 static void sess_unlink_work(struct ibtrs_work *w)
 {
 	struct ibtrs_srv *sess = container_of(w, struct ibtrs_srv, unlink_work);
 
-	sess_unlink_put(sess);
-	sess_put(sess); /* of sess_end() */
+	srv_sess_unlink_put(sess);
+	srv_sess_put(sess); /* of srv_sess_end() */
 }
 
 /*
@@ -482,14 +483,14 @@ static void sess_unlink_work(struct ibtrs_work *w)
  * by the application, the context closing). No connection joins it from
  * now on; the context's loop takes it off the list.
  */
-static void sess_end(struct ibtrs_srv *sess)
+static void srv_sess_end(struct ibtrs_srv *sess)
 {
 	if (sess->dying)
 		return;
 	sess->dying = true;
 	atomic_store(&sess->graced, false);
 	if (ibtrs_loop_on_thread(sess->ctx->loop)) {
-		sess_unlink_put(sess);
+		srv_sess_unlink_put(sess);
 		return;
 	}
 	/* Held until it ran: ibtrs_srv_close() may unlink it first. */
@@ -498,28 +499,28 @@ static void sess_end(struct ibtrs_srv *sess)
 }
 
 /* Its loop: a session that no path joined and none waits for ends. */
-static void sess_end_if_empty(struct ibtrs_srv *sess)
+static void srv_sess_end_if_empty(struct ibtrs_srv *sess)
 {
 	if (!sess->nr_paths && !sess->grace_until)
-		sess_end(sess);
+		srv_sess_end(sess);
 }
 
 static void sess_check_work(struct ibtrs_work *w)
 {
 	struct ibtrs_srv *sess = container_of(w, struct ibtrs_srv, check_work);
 
-	sess_end_if_empty(sess);
-	sess_put(sess); /* of sess_drop_empty() */
+	srv_sess_end_if_empty(sess);
+	srv_sess_put(sess); /* of srv_sess_drop_empty() */
 }
 
 /*
  * A session made for a connection that is gone before it joined: ended
  * if no other path came. From its loop or the context's.
  */
-static void sess_drop_empty(struct ibtrs_srv *sess)
+static void srv_sess_drop_empty(struct ibtrs_srv *sess)
 {
 	if (ibtrs_loop_on_thread(sess->sl->loop)) {
-		sess_end_if_empty(sess);
+		srv_sess_end_if_empty(sess);
 		return;
 	}
 	/* The context's loop: alive while on the list. */
@@ -567,8 +568,8 @@ static struct srv_loop *loop_least_loaded(struct ibtrs_srv_ctx *ctx)
 	return best;
 }
 
-static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
-				     const uint8_t *uuid, int *err)
+static struct ibtrs_srv *srv_sess_create(struct ibtrs_srv_ctx *ctx,
+					 const uint8_t *uuid, int *err)
 {
 	struct ibtrs_srv *sess;
 	struct srv_loop *sl;
@@ -578,7 +579,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->nr_sessions >= ctx->max_sessions ||
-	    !mem_fits(ctx, sess_mem(ctx))) {
+	    !srv_mem_fits(ctx, srv_sess_mem(ctx))) {
 		unsigned int nr = ctx->nr_sessions;
 
 		pthread_mutex_unlock(&ctx->lock);
@@ -597,7 +598,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 		return NULL;
 	}
 	ctx->nr_sessions++;
-	ctx->mem_used += sess_mem(ctx);
+	ctx->mem_used += srv_sess_mem(ctx);
 	/* Placed for good: everything of it runs on this loop. */
 	sl = loop_least_loaded(ctx);
 	sl->nr_sessions++;
@@ -613,7 +614,7 @@ static struct ibtrs_srv *sess_create(struct ibtrs_srv_ctx *ctx,
 	sess->unlink_work.fn = sess_unlink_work;
 	sess->free_work.fn = sess_free_work;
 	sess->check_work.fn = sess_check_work;
-	sess->mem = sess_mem(ctx);
+	sess->mem = srv_sess_mem(ctx);
 	memcpy(sess->uuid, uuid, IBTRS_UUID_LEN);
 	sess->incarnation = sess_new_incarnation(sess);
 	sess->pool_len = (size_t)ctx->queue_depth * ctx->chunk_size;
@@ -666,7 +667,7 @@ unaccount:
 	pthread_mutex_lock(&ctx->lock);
 	sl->nr_sessions--;
 	ctx->nr_sessions--;
-	ctx->mem_used -= sess_mem(ctx);
+	ctx->mem_used -= srv_sess_mem(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	*err = ret;
 	return NULL;
@@ -676,15 +677,15 @@ unaccount:
 /* connections and paths                                                */
 
 /* A connection's share of the memory limit goes. */
-static void con_mem_put(struct ibtrs_srv_ctx *ctx)
+static void srv_con_mem_put(struct ibtrs_srv_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
-	ctx->mem_used -= con_mem(ctx);
+	ctx->mem_used -= srv_con_mem(ctx);
 	pthread_cond_broadcast(&ctx->cond);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-static void con_free_work(struct ibtrs_work *w)
+static void srv_con_free_work(struct ibtrs_work *w)
 {
 	struct srv_con *con = container_of(w, struct srv_con, free_work);
 	struct ibtrs_srv_ctx *ctx = con->ctx;
@@ -692,21 +693,21 @@ static void con_free_work(struct ibtrs_work *w)
 
 	ctx->ops->destroy(con->xcon);
 	if (con->ident)
-		ident_drop(ctx, con->ident, &con->ident->cons);
+		srv_ident_drop(ctx, con->ident, &con->ident->cons);
 	free(con);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nr_cons--;
 	pthread_mutex_unlock(&ctx->lock);
-	con_mem_put(ctx);
+	srv_con_mem_put(ctx);
 	if (sess)
-		sess_put(sess);
+		srv_sess_put(sess);
 }
 
 /*
  * Any thread; the connection is freed on its loop's thread. Only a
  * connection being handed over changes loops, and nobody else holds it.
  */
-static void con_put(struct srv_con *con)
+static void srv_con_put(struct srv_con *con)
 {
 	if (atomic_fetch_sub(&con->refs, 1) == 1)
 		ibtrs_loop_queue(con->loop, &con->free_work);
@@ -738,7 +739,7 @@ static void hs_free(struct srv_con *con)
 
 	hs_unlist(hs);
 	atomic_fetch_sub(&ctx->nr_handshakes, 1);
-	ident_drop(ctx, hs->addr, &hs->addr->handshakes);
+	srv_ident_drop(ctx, hs->addr, &hs->addr->handshakes);
 	con->hs = NULL;
 	ibtrs_wipe(hs, sizeof(*hs));
 	free(hs);
@@ -748,7 +749,7 @@ static void hs_free(struct srv_con *con)
  * The connection's loop: end a connection that has not joined a session.
  * Its half-open count goes with it, and a session it made for itself.
  */
-static void hs_close(struct srv_con *con, const char *why)
+static void srv_hs_close(struct srv_con *con, const char *why)
 {
 	struct ibtrs_srv_ctx *ctx = con->ctx;
 	struct srv_hs *hs = con->hs;
@@ -764,12 +765,12 @@ static void hs_close(struct srv_con *con, const char *why)
 	ibtrs_loop_cancel(con->loop, &con->join_work);
 	con->joining = false;
 	if (con->sess && hs->created)
-		sess_drop_empty(con->sess);
+		srv_sess_drop_empty(con->sess);
 	hs_free(con);
-	con_put(con);
+	srv_con_put(con);
 }
 
-static void path_close(struct srv_path *path, const char *why)
+static void srv_path_close(struct srv_path *path, const char *why)
 {
 	struct ibtrs_srv *sess = path->sess;
 	struct srv_path **pp;
@@ -785,7 +786,7 @@ static void path_close(struct srv_path *path, const char *why)
 			continue;
 		sess->ctx->ops->disconnect(con->xcon);
 		con->path = NULL;
-		con_put(con);
+		srv_con_put(con);
 	}
 	for (pp = &sess->paths; *pp; pp = &(*pp)->next) {
 		if (*pp == path) {
@@ -804,13 +805,13 @@ static void path_close(struct srv_path *path, const char *why)
 		atomic_store(&sess->graced, true);
 		return;
 	}
-	sess_end(sess);
+	srv_sess_end(sess);
 }
 
 /* A protocol error of one of the kinds counted per path and session. */
 enum srv_proto_kind { PROTO_XPRT, PROTO_MSG, PROTO_GEN };
 
-static void count_proto_error(struct srv_path *path, enum srv_proto_kind k)
+static void srv_count_proto_error(struct srv_path *path, enum srv_proto_kind k)
 {
 	struct ibtrs_srv *sess = path->sess;
 	struct ibtrs_srv_ctx *ctx = sess->ctx;
@@ -835,13 +836,13 @@ static void count_proto_error(struct srv_path *path, enum srv_proto_kind k)
 	}
 }
 
-static void path_proto_error(struct srv_path *path, const char *what)
+static void srv_path_proto_error(struct srv_path *path, const char *what)
 {
-	count_proto_error(path, PROTO_MSG);
+	srv_count_proto_error(path, PROTO_MSG);
 	ibtrs_log(IBTRS_LOG_ERR, "session %s: path %s: protocol error: %s",
 		  path->sess->sessname[0] ? path->sess->sessname : "(unnamed)",
 		  path->peer, what);
-	path_close(path, "-EPROTO");
+	srv_path_close(path, "-EPROTO");
 }
 
 static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
@@ -854,7 +855,7 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
 	/* The backend refused what the peer sent (a bad frame, a remote
 	 * access out of bounds): a protocol error below the messages. */
 	if (err == -EPROTO) {
-		count_proto_error(con->path, PROTO_XPRT);
+		srv_count_proto_error(con->path, PROTO_XPRT);
 		ibtrs_log(
 			IBTRS_LOG_ERR,
 			"session %s: path %s: connection %u: transport protocol error",
@@ -864,7 +865,7 @@ static void srv_con_err(struct ibtrs_xprt_con *xcon, int err)
 	}
 	snprintf(why, sizeof(why), "connection %u: %s", con->cid,
 		 strerror(-err));
-	path_close(con->path, why);
+	srv_path_close(con->path, why);
 }
 
 /* ------------------------------------------------------------------ */
@@ -898,12 +899,12 @@ static void send_rsp(struct srv_con *con, uint32_t chunk, int dir,
 				    imm, 0,
 				    IBTRS_XPRT_IMM | IBTRS_XPRT_SIGNALED |
 					    IBTRS_XPRT_LAZY))
-			con_put(con);
+			srv_con_put(con);
 		return;
 	}
 	ops->post_write(con->xcon, NULL, 0, 0, 0, imm, 0,
 			IBTRS_XPRT_IMM | IBTRS_XPRT_LAZY);
-	con_put(con);
+	srv_con_put(con);
 }
 
 void ibtrs_srv_resp_rdma(struct ibtrs_srv_op *op, int err)
@@ -978,7 +979,7 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 		 * still the next one.
 		 */
 		pthread_spin_unlock(&op->lock);
-		count_proto_error(con->path, PROTO_GEN);
+		srv_count_proto_error(con->path, PROTO_GEN);
 		ibtrs_log_rl(
 			IBTRS_LOG_WARN,
 			"session %s: path %s: chunk %u: generation %u outside the window of %u: refused",
@@ -1013,7 +1014,7 @@ static int srv_process_req(struct srv_con *con, uint32_t imm)
 			old = op->con;
 			op->con = con; /* answer where the client now waits */
 			pthread_spin_unlock(&op->lock);
-			con_put(old);
+			srv_con_put(old);
 			return 0;
 		}
 		result = op->result;
@@ -1073,17 +1074,18 @@ static void srv_process_info(struct srv_con *con, uint32_t len)
 
 	if (con->cid || path->connected ||
 	    ibtrs_info_req_decode(con->info_buf, len, name)) {
-		path_proto_error(path, "bad INFO_REQ");
+		srv_path_proto_error(path, "bad INFO_REQ");
 		return;
 	}
 	if (path->nr_cons != path->cid_num) {
-		path_proto_error(path, "INFO_REQ before all connections");
+		srv_path_proto_error(path, "INFO_REQ before all connections");
 		return;
 	}
 	if (!sess->sessname[0]) {
 		memcpy(sess->sessname, name, sizeof(sess->sessname));
 	} else if (strcmp(sess->sessname, name)) {
-		path_proto_error(path, "session name differs between paths");
+		srv_path_proto_error(path,
+				     "session name differs between paths");
 		return;
 	}
 	path->connected = true;
@@ -1099,9 +1101,9 @@ static void srv_process_info(struct srv_con *con, uint32_t len)
 			ibtrs_log(IBTRS_LOG_INFO,
 				  "session %s: refused by the application (%d)",
 				  sess->sessname, ret);
-			sess_end(sess);
+			srv_sess_end(sess);
 			while (sess->paths)
-				path_close(sess->paths, "session refused");
+				srv_path_close(sess->paths, "session refused");
 			return;
 		}
 		sess->connected_ev = true;
@@ -1125,7 +1127,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	switch (wc->opcode) {
 	case IBTRS_WC_WRITE:
 		/* A READ answer left, or was flushed: the chunk is free. */
-		con_put(con);
+		srv_con_put(con);
 		return;
 	case IBTRS_WC_SEND:
 		return;
@@ -1133,7 +1135,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 		if (!path)
 			return;
 		if (wc->wr_id != WR_ID_INFO) {
-			path_proto_error(path, "unexpected message");
+			srv_path_proto_error(path, "unexpected message");
 			return;
 		}
 		path->last_rx_ns = ibtrs_now_ns();
@@ -1148,12 +1150,12 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	switch (ibtrs_imm_type(wc->imm)) {
 	case IBTRS_IMM_IO_REQ:
 		if (!path->connected) {
-			path_proto_error(path, "request before INFO_REQ");
+			srv_path_proto_error(path, "request before INFO_REQ");
 			return;
 		}
 		ret = srv_process_req(con, wc->imm);
 		if (ret) {
-			path_proto_error(path, "malformed request");
+			srv_path_proto_error(path, "malformed request");
 			return;
 		}
 		break;
@@ -1164,14 +1166,15 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 		break;
 	case IBTRS_IMM_CLOSE:
 		if (con->cid) {
-			path_proto_error(path, "CLOSE on an I/O connection");
+			srv_path_proto_error(path,
+					     "CLOSE on an I/O connection");
 			return;
 		}
 		con->sess->client_closed = true;
-		path_close(path, "closed by the client");
+		srv_path_close(path, "closed by the client");
 		return;
 	default:
-		path_proto_error(path, "unknown immediate type");
+		srv_path_proto_error(path, "unknown immediate type");
 		return;
 	}
 	/* rdma_ev may have closed the path through a failed response. */
@@ -1270,7 +1273,7 @@ static void hs_close_work(struct ibtrs_work *w)
 {
 	struct srv_hs *hs = container_of(w, struct srv_hs, close_work);
 
-	hs_close(hs->con, "refused");
+	srv_hs_close(hs->con, "refused");
 }
 
 /*
@@ -1289,7 +1292,7 @@ static void hs_refuse(struct srv_con *con, int err)
 	con->hs->refused = true;
 	con->hs->deadline_ns = ibtrs_now_ns();
 	if (ctx->ops->post_send(con->xcon, &iov, 1, 0, IBTRS_XPRT_SIGNALED))
-		hs_close(con, "refused");
+		srv_hs_close(con, "refused");
 }
 
 /* An authentication failure: counted, logged (rate-limited), refused. */
@@ -1328,8 +1331,8 @@ static void hs_limit(struct srv_con *con, int err, const char *fmt, ...)
 }
 
 /* Sessions of @id, and whether one more is allowed. */
-static bool ident_may_open(const struct ibtrs_srv_ctx *ctx,
-			   const struct srv_ident *id)
+static bool srv_ident_may_open(const struct ibtrs_srv_ctx *ctx,
+			       const struct srv_ident *id)
 {
 	return !id || atomic_load(&id->sessions) < ctx->max_sess_per_client;
 }
@@ -1352,7 +1355,7 @@ hs_new_sess(struct srv_con *con, const struct ibtrs_auth_req *ar,
 	struct ibtrs_srv *sess;
 	int ret;
 
-	if (!ident_may_open(ctx, id)) {
+	if (!srv_ident_may_open(ctx, id)) {
 		*err = -EUSERS;
 		hs_limit(con, -EUSERS,
 			 "identity %s holds %u sessions, its limit", identity,
@@ -1369,7 +1372,7 @@ hs_new_sess(struct srv_con *con, const struct ibtrs_auth_req *ar,
 		hs_auth_fail(con, -EACCES, "bad public key");
 		return NULL;
 	}
-	sess = sess_create(ctx, hs->cr.sess_uuid, &ret);
+	sess = srv_sess_create(ctx, hs->cr.sess_uuid, &ret);
 	if (!sess) {
 		ibtrs_wipe(shared, sizeof(shared));
 		ibtrs_log(IBTRS_LOG_WARN,
@@ -1462,7 +1465,7 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 	} else {
 		snprintf(identity, sizeof(identity), "%s", hs->addr->name);
 	}
-	id = ident_get(ctx, identity);
+	id = srv_ident_get(ctx, identity);
 	if (!id) {
 		hs_refuse(con, -ENOMEM);
 		return;
@@ -1471,7 +1474,7 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 		hs_limit(con, -EUSERS,
 			 "identity %s holds %u connections, its limit",
 			 identity, atomic_load(&id->cons));
-		ident_put(ctx, id);
+		srv_ident_put(ctx, id);
 		return;
 	}
 
@@ -1537,7 +1540,7 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 	hs->req_len = len;
 	con->ident = id;
 	atomic_fetch_add(&id->cons, 1);
-	ident_put(ctx, id);
+	srv_ident_put(ctx, id);
 	atomic_fetch_add(&sess->refs, 1);
 	con->sess = sess;
 	if (!cr->cid)
@@ -1553,7 +1556,7 @@ static void srv_auth(struct srv_con *con, uint32_t len)
 	return;
 
 put_id:
-	ident_put(ctx, id);
+	srv_ident_put(ctx, id);
 }
 
 /* The context's loop: a connection back from a session that ended. */
@@ -1563,7 +1566,7 @@ static void srv_auth_again(struct srv_con *con)
 	struct srv_hs *hs = con->hs;
 
 	if (ctx->closing) {
-		hs_close(con, "server closing");
+		srv_hs_close(con, "server closing");
 		return;
 	}
 	hs->listed = true;
@@ -1577,7 +1580,7 @@ static void srv_con_back(struct ibtrs_xprt_con *xcon, int err)
 	struct srv_con *con = xcon->ctx;
 
 	if (err) {
-		hs_close(con, "hand-over failed");
+		srv_hs_close(con, "hand-over failed");
 		return;
 	}
 	srv_auth_again(con);
@@ -1598,9 +1601,9 @@ static void srv_rejoin(struct srv_con *con)
 
 	con->sess = NULL;
 	con->hs->created = false;
-	ident_drop(ctx, con->ident, &con->ident->cons);
+	srv_ident_drop(ctx, con->ident, &con->ident->cons);
 	con->ident = NULL;
-	sess_put(sess);
+	srv_sess_put(sess);
 	if (from == ctx->loop) {
 		srv_auth_again(con);
 		return;
@@ -1609,7 +1612,7 @@ static void srv_rejoin(struct srv_con *con)
 	ret = ctx->ops->move(con->xcon, ctx->loop, srv_con_back);
 	if (ret) {
 		con->loop = from;
-		hs_close(con, "hand-over failed");
+		srv_hs_close(con, "hand-over failed");
 	}
 }
 
@@ -1642,7 +1645,7 @@ static void srv_join(struct srv_con *con)
 	path = sess->dying ? NULL : find_path(sess, cr->path_uuid);
 	if (path && !cr->cid) {
 		/* The client reconnects this path: the old one is stale. */
-		path_close(path, "replaced by a reconnect");
+		srv_path_close(path, "replaced by a reconnect");
 		path = NULL;
 	}
 	if (sess->dying) {
@@ -1688,7 +1691,7 @@ static void srv_join(struct srv_con *con)
 		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection %u failed: %s",
 			  hs->peer, cr->cid, strerror(-ret));
 		hs_refuse(con, ret);
-		path_close(path, "connection setup failed");
+		srv_path_close(path, "connection setup failed");
 		return;
 	}
 	con->path = path;
@@ -1712,7 +1715,7 @@ static void srv_join(struct srv_con *con)
 		ibtrs_log(IBTRS_LOG_WARN,
 			  "session %s: connection %u failed: %s",
 			  sess->sessname, con->cid, strerror(-ret));
-		path_close(path, "connection setup failed");
+		srv_path_close(path, "connection setup failed");
 	}
 	return;
 
@@ -1720,7 +1723,7 @@ drop_empty:
 	/* A session made for this request goes with it; one waiting for its
 	 * client to return stays. */
 	if (hs->created)
-		sess_end_if_empty(sess);
+		srv_sess_end_if_empty(sess);
 }
 
 static void srv_con_arrived(struct ibtrs_xprt_con *xcon, int err)
@@ -1728,7 +1731,7 @@ static void srv_con_arrived(struct ibtrs_xprt_con *xcon, int err)
 	struct srv_con *con = xcon->ctx;
 
 	if (err) {
-		hs_close(con, "hand-over failed");
+		srv_hs_close(con, "hand-over failed");
 		return;
 	}
 	srv_join(con);
@@ -1745,7 +1748,7 @@ static void con_join_work(struct ibtrs_work *w)
 	if (!con->joining)
 		return;
 	if (ctx->closing) {
-		hs_close(con, "server closing");
+		srv_hs_close(con, "server closing");
 		return;
 	}
 	/* Its frees go there from now on; nobody else holds it yet. */
@@ -1756,7 +1759,7 @@ static void con_join_work(struct ibtrs_work *w)
 		ibtrs_log(IBTRS_LOG_WARN,
 			  "client %s: hand-over to the session's loop: %s",
 			  con->hs->peer, strerror(-ret));
-		hs_close(con, "hand-over failed");
+		srv_hs_close(con, "hand-over failed");
 	}
 }
 
@@ -1791,12 +1794,12 @@ static void srv_hs_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 			     "client %s refused: no AUTH_REQ first",
 			     con->hs->peer);
 	}
-	hs_close(con, "unexpected message before AUTH_REQ");
+	srv_hs_close(con, "unexpected message before AUTH_REQ");
 }
 
 static void srv_hs_err(struct ibtrs_xprt_con *xcon, int err)
 {
-	hs_close(xcon->ctx, strerror(-err));
+	srv_hs_close(xcon->ctx, strerror(-err));
 }
 
 static const struct ibtrs_xprt_handler srv_hs_handler = {
@@ -1862,7 +1865,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		return;
 	}
 	peer_identity(&info->peer, addr_id, sizeof(addr_id));
-	addr = ident_get(ctx, addr_id);
+	addr = srv_ident_get(ctx, addr_id);
 	if (!addr) {
 		reject(ctx, req, -ENOMEM);
 		return;
@@ -1876,14 +1879,14 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 			peer, atomic_load(&addr->handshakes), addr_id,
 			atomic_load(&ctx->nr_handshakes),
 			ctx->max_hs_per_client, SRV_MAX_HANDSHAKES);
-		ident_put(ctx, addr);
+		srv_ident_put(ctx, addr);
 		reject(ctx, req, -EAGAIN);
 		return;
 	}
 	pthread_mutex_lock(&ctx->lock);
-	ret = mem_fits(ctx, con_mem(ctx)) ? 0 : -ENOSPC;
+	ret = srv_mem_fits(ctx, srv_con_mem(ctx)) ? 0 : -ENOSPC;
 	if (!ret) {
-		ctx->mem_used += con_mem(ctx);
+		ctx->mem_used += srv_con_mem(ctx);
 		ctx->nr_cons++;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -1891,7 +1894,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 		ibtrs_log_rl(
 			IBTRS_LOG_WARN,
 			"server: memory limit reached: connection refused");
-		ident_put(ctx, addr);
+		srv_ident_put(ctx, addr);
 		reject(ctx, req, ret);
 		return;
 	}
@@ -1914,7 +1917,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	con->ctx = ctx;
 	con->loop = ctx->loop;
 	con->hs = hs;
-	con->free_work.fn = con_free_work;
+	con->free_work.fn = srv_con_free_work;
 	con->join_work.fn = con_join_work;
 	atomic_init(&con->refs, 1);
 	con->xcon->handler = &srv_hs_handler;
@@ -1927,7 +1930,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	snprintf(hs->peer, sizeof(hs->peer), "%s", peer);
 	atomic_fetch_add(&addr->handshakes, 1);
 	atomic_fetch_add(&ctx->nr_handshakes, 1);
-	ident_put(ctx, addr); /* the count holds it now */
+	srv_ident_put(ctx, addr); /* the count holds it now */
 	hs->listed = true;
 	hs->next = ctx->handshakes;
 	ctx->handshakes = hs;
@@ -1938,7 +1941,7 @@ static void srv_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	if (ret) {
 		ibtrs_log(IBTRS_LOG_WARN, "client %s: connection failed: %s",
 			  peer, strerror(-ret));
-		hs_close(con, "start failed");
+		srv_hs_close(con, "start failed");
 	}
 	return;
 
@@ -1950,8 +1953,8 @@ free_con:
 	pthread_mutex_lock(&ctx->lock);
 	ctx->nr_cons--;
 	pthread_mutex_unlock(&ctx->lock);
-	con_mem_put(ctx);
-	ident_put(ctx, addr);
+	srv_con_mem_put(ctx);
+	srv_ident_put(ctx, addr);
 }
 
 /* Close the handshakes past their deadline (refused ones included). */
@@ -1972,7 +1975,7 @@ static void srv_tick_handshakes(struct ibtrs_srv_ctx *ctx, uint64_t now)
 				(unsigned long long)(ctx->hs_timeout_ns /
 						     1000000));
 		}
-		hs_close(hs->con, hs->refused ? "refused" : "timed out");
+		srv_hs_close(hs->con, hs->refused ? "refused" : "timed out");
 	}
 }
 
@@ -2034,7 +2037,7 @@ static void srv_close_silent(struct srv_loop *sl, uint64_t now)
 			if (ibtrs_hb_tick(&ctx->hb, now, path->last_rx_ns, &tx,
 					  false, why,
 					  sizeof(why)) == IBTRS_HB_DEAD)
-				path_close(path, why);
+				srv_path_close(path, why);
 		}
 	}
 }
@@ -2080,7 +2083,7 @@ static void srv_tick(void *arg)
 			ibtrs_log(IBTRS_LOG_INFO,
 				  "session %s: client did not come back",
 				  sess->sessname);
-			sess_end(sess);
+			srv_sess_end(sess);
 		}
 	}
 }
@@ -2279,7 +2282,8 @@ struct ibtrs_srv_ctx *ibtrs_srv_open_opts(const struct ibtrs_srv_opts *o)
 			     1000000;
 	ibtrs_hb_init(&ctx->hb, opts.hb_timeout_ms);
 	ctx->max_memory = opts.max_memory;
-	if (ctx->max_memory && sess_mem(ctx) + con_mem(ctx) > ctx->max_memory) {
+	if (ctx->max_memory &&
+	    srv_sess_mem(ctx) + srv_con_mem(ctx) > ctx->max_memory) {
 		ibtrs_log(
 			IBTRS_LOG_ERR,
 			"server: a session of %u chunks of %u bytes does not fit the memory limit of %llu bytes",
@@ -2375,14 +2379,14 @@ static void srv_close_front(void *arg)
 	ctx->closing = true;
 	srv_close_listener(ctx);
 	while (ctx->handshakes)
-		hs_close(ctx->handshakes->con, "server closing");
+		srv_hs_close(ctx->handshakes->con, "server closing");
 	for (sess = ctx->sessions; sess; sess = sess->next) {
 		atomic_fetch_add(&sess->refs, 1);
 		sess->close_next = ctx->closing_list;
 		ctx->closing_list = sess;
 	}
 	while (ctx->sessions)
-		sess_unlink_put(ctx->sessions);
+		srv_sess_unlink_put(ctx->sessions);
 }
 
 /* Its loop: the session's paths go, and the hold of srv_close_front(). */
@@ -2393,8 +2397,8 @@ static void srv_close_sess(void *arg)
 	sess->dying = true;
 	atomic_store(&sess->graced, false);
 	while (sess->paths)
-		path_close(sess->paths, "server closing");
-	sess_put(sess);
+		srv_path_close(sess->paths, "server closing");
+	srv_sess_put(sess);
 }
 
 void ibtrs_srv_close(struct ibtrs_srv_ctx *ctx)

@@ -862,14 +862,14 @@ static void close_sessions(void *arg)
 {
 	(void)arg;
 	while (srv->handshakes)
-		hs_close(srv->handshakes->con, "input done");
+		srv_hs_close(srv->handshakes->con, "input done");
 	while (srv->sessions) {
 		struct ibtrs_srv *sess = srv->sessions;
 
 		sess->dying = true;
 		while (sess->paths)
-			path_close(sess->paths, "input done");
-		sess_unlink_put(sess);
+			srv_path_close(sess->paths, "input done");
+		srv_sess_unlink_put(sess);
 	}
 }
 
