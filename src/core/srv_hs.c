@@ -514,7 +514,6 @@ static void srv_join(struct srv_con *con)
 	struct srv_hs *hs = con->hs;
 	const struct ibtrs_conn_req *cr = &hs->cr;
 	struct ibtrs_srv *sess = con->sess;
-	struct srv_loop *sl = sess->sl;
 	struct iovec iov = { .iov_base = &con->auth_rsp,
 			     .iov_len = sizeof(con->auth_rsp) };
 	struct srv_path *path;
@@ -522,11 +521,7 @@ static void srv_join(struct srv_con *con)
 	int ret;
 
 	con->joining = false;
-	if (!sess->on_loop) {
-		sess->loop_next = sl->sessions;
-		sl->sessions = sess;
-		sess->on_loop = true;
-	}
+	srv_sess_on_loop(sess);
 	path = sess->dying ? NULL : find_path(sess, cr->path_uuid);
 	if (path && !cr->cid) {
 		/* The client reconnects this path: the old one is stale. */
@@ -548,22 +543,11 @@ static void srv_join(struct srv_con *con)
 				 sess->nr_paths);
 			goto drop_empty;
 		}
-		path = calloc(1, sizeof(*path));
+		path = srv_path_add(sess, cr->path_uuid, cr->cid_num, hs->peer);
 		if (!path) {
 			hs_refuse(con, -ENOMEM);
 			goto drop_empty;
 		}
-		path->sess = sess;
-		memcpy(path->uuid, cr->path_uuid, IBTRS_UUID_LEN);
-		path->cid_num = cr->cid_num;
-		path->last_rx_ns = ibtrs_now_ns();
-		snprintf(path->peer, sizeof(path->peer), "%s", hs->peer);
-		path->next = sess->paths;
-		sess->paths = path;
-		sess->nr_paths++;
-		sess->grace_until = 0;
-		atomic_store(&sess->graced, false);
-		atomic_fetch_add(&ctx->nr_paths, 1);
 	} else if (path->cid_num != cr->cid_num || path->cons[cr->cid] ||
 		   path->connected) {
 		hs_refuse(con, -EBUSY);

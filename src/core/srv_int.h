@@ -286,7 +286,7 @@ void srv_ident_drop(struct ibtrs_srv_ctx *ctx, struct srv_ident *id,
 bool srv_ident_may_open(const struct ibtrs_srv_ctx *ctx,
 			const struct srv_ident *id);
 
-/* srv_sess.c: sessions, the end of paths, connection references. */
+/* srv_sess.c: sessions, their paths, connection references. */
 struct ibtrs_srv *srv_sess_create(struct ibtrs_srv_ctx *ctx,
 				  const uint8_t *uuid, int *err);
 void srv_sess_put(struct ibtrs_srv *sess);
@@ -294,8 +294,11 @@ void srv_sess_unlink_put(struct ibtrs_srv *sess);
 void srv_sess_end(struct ibtrs_srv *sess);
 void srv_sess_end_if_empty(struct ibtrs_srv *sess);
 void srv_sess_drop_empty(struct ibtrs_srv *sess);
+void srv_sess_on_loop(struct ibtrs_srv *sess);
 void srv_con_free_work(struct ibtrs_work *w);
 void srv_con_put(struct srv_con *con);
+struct srv_path *srv_path_add(struct ibtrs_srv *sess, const uint8_t *uuid,
+			      uint16_t cid_num, const char *peer);
 void srv_path_close(struct srv_path *path, const char *why);
 void srv_count_proto_error(struct srv_path *path, enum srv_proto_kind k);
 void srv_path_proto_error(struct srv_path *path, const char *what);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -311,6 +312,21 @@ unaccount:
 	return NULL;
 }
 
+/*
+ * Its loop: the session goes on its loop's list, which the tick and the
+ * control socket walk, at its first connection's join; once.
+ */
+void srv_sess_on_loop(struct ibtrs_srv *sess)
+{
+	struct srv_loop *sl = sess->sl;
+
+	if (sess->on_loop)
+		return;
+	sess->loop_next = sl->sessions;
+	sl->sessions = sess;
+	sess->on_loop = true;
+}
+
 void srv_con_free_work(struct ibtrs_work *w)
 {
 	struct srv_con *con = container_of(w, struct srv_con, free_work);
@@ -337,6 +353,31 @@ void srv_con_put(struct srv_con *con)
 {
 	if (atomic_fetch_sub(&con->refs, 1) == 1)
 		ibtrs_loop_queue(con->loop, &con->free_work);
+}
+
+/*
+ * Its loop: a new path of @sess, of @cid_num connections, from @peer; the
+ * session's grace is over. NULL without memory.
+ */
+struct srv_path *srv_path_add(struct ibtrs_srv *sess, const uint8_t *uuid,
+			      uint16_t cid_num, const char *peer)
+{
+	struct srv_path *path = calloc(1, sizeof(*path));
+
+	if (!path)
+		return NULL;
+	path->sess = sess;
+	memcpy(path->uuid, uuid, IBTRS_UUID_LEN);
+	path->cid_num = cid_num;
+	path->last_rx_ns = ibtrs_now_ns();
+	snprintf(path->peer, sizeof(path->peer), "%s", peer);
+	path->next = sess->paths;
+	sess->paths = path;
+	sess->nr_paths++;
+	sess->grace_until = 0;
+	atomic_store(&sess->graced, false);
+	atomic_fetch_add(&sess->ctx->nr_paths, 1);
+	return path;
 }
 
 void srv_path_close(struct srv_path *path, const char *why)
