@@ -333,10 +333,7 @@ static void srv_close_sess(void *arg)
 {
 	struct ibtrs_srv *sess = arg;
 
-	sess->dying = true;
-	atomic_store(&sess->graced, false);
-	while (sess->paths)
-		srv_path_close(sess->paths, "server closing");
+	srv_sess_close(sess, "server closing");
 	srv_sess_put(sess);
 }
 

@@ -18,8 +18,8 @@
  *                 each chunk's at-most-once ledger, responses, heartbeat
  *                 answers, CLOSE, the connection's errors
  *   srv_sess.c    the session's lifecycle (creation and placement on a
- *                 loop, grace, end, free), a path's close, a connection's
- *                 references, protocol error counts
+ *                 loop, grace, end, free), its paths' creation and close,
+ *                 a connection's references, protocol error counts
  *   srv_limits.c  what the limits count: the memory limit's shares and
  *                 the per-client records (struct srv_ident)
  *
@@ -300,6 +300,7 @@ void srv_con_put(struct srv_con *con);
 struct srv_path *srv_path_add(struct ibtrs_srv *sess, const uint8_t *uuid,
 			      uint16_t cid_num, const char *peer);
 void srv_path_close(struct srv_path *path, const char *why);
+void srv_sess_close(struct ibtrs_srv *sess, const char *why);
 void srv_count_proto_error(struct srv_path *path, enum srv_proto_kind k);
 void srv_path_proto_error(struct srv_path *path, const char *what);
 

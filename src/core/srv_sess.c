@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * srv_sess.c - the session's lifecycle: its creation with its chunk pool
- * and its placement on the loop with the fewest sessions, its grace once
- * its last path is gone, its end (off the context's list, on the
- * context's loop) and its free (on its loop, once the last reference
- * went); the close of a path, a connection's references and free, and the
- * protocol error counts. Calls only srv_limits.c.
+ * and its placement on the loop with the fewest sessions, its list on
+ * that loop, its grace once its last path is gone, its end (off the
+ * context's list, on the context's loop) and its free (on its loop, once
+ * the last reference went); its paths from creation to close, a
+ * connection's references and free, and the protocol error counts. The
+ * session's grace, its end and its paths are changed here only (its
+ * sess_set_*() setters). Calls only srv_limits.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -118,16 +120,37 @@ static void sess_unlink_work(struct ibtrs_work *w)
 }
 
 /*
+ * Its loop: the one writer of the session's grace. Kept until @until
+ * (ns) for its client to come back, or, with 0, not (a path joined, or
+ * the session ends); @graced shows it to the other threads.
+ */
+static void sess_set_grace(struct ibtrs_srv *sess, uint64_t until)
+{
+	sess->grace_until = until;
+	atomic_store(&sess->graced, until != 0);
+}
+
+/*
+ * Its loop: the session begins to end, and no connection joins it from
+ * now on; false if it already had.
+ */
+static bool sess_set_dying(struct ibtrs_srv *sess)
+{
+	if (sess->dying)
+		return false;
+	sess->dying = true;
+	sess_set_grace(sess, 0);
+	return true;
+}
+
+/*
  * Its loop: the session ends (no path and no grace, grace over, refused
- * by the application, the context closing). No connection joins it from
- * now on; the context's loop takes it off the list.
+ * by the application). The context's loop takes it off the list.
  */
 void srv_sess_end(struct ibtrs_srv *sess)
 {
-	if (sess->dying)
+	if (!sess_set_dying(sess))
 		return;
-	sess->dying = true;
-	atomic_store(&sess->graced, false);
 	if (ibtrs_loop_on_thread(sess->ctx->loop)) {
 		srv_sess_unlink_put(sess);
 		return;
@@ -374,8 +397,7 @@ struct srv_path *srv_path_add(struct ibtrs_srv *sess, const uint8_t *uuid,
 	path->next = sess->paths;
 	sess->paths = path;
 	sess->nr_paths++;
-	sess->grace_until = 0;
-	atomic_store(&sess->graced, false);
+	sess_set_grace(sess, 0);
 	atomic_fetch_add(&sess->ctx->nr_paths, 1);
 	return path;
 }
@@ -411,11 +433,21 @@ void srv_path_close(struct srv_path *path, const char *why)
 		return;
 	if (sess->connected_ev && !sess->client_closed && sess->ctx->grace_ns) {
 		/* The client may come back and replay: keep the session. */
-		sess->grace_until = ibtrs_now_ns() + sess->ctx->grace_ns;
-		atomic_store(&sess->graced, true);
+		sess_set_grace(sess, ibtrs_now_ns() + sess->ctx->grace_ns);
 		return;
 	}
 	srv_sess_end(sess);
+}
+
+/*
+ * Its loop: the session ends with all its paths, when it is off the
+ * context's list already (ibtrs_srv_close()) or its caller takes it off.
+ */
+void srv_sess_close(struct ibtrs_srv *sess, const char *why)
+{
+	sess_set_dying(sess);
+	while (sess->paths)
+		srv_path_close(sess->paths, why);
 }
 
 void srv_count_proto_error(struct srv_path *path, enum srv_proto_kind k)

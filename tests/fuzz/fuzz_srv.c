@@ -871,9 +871,7 @@ static void close_sessions(void *arg)
 	while (srv->sessions) {
 		struct ibtrs_srv *sess = srv->sessions;
 
-		sess->dying = true;
-		while (sess->paths)
-			srv_path_close(sess->paths, "input done");
+		srv_sess_close(sess, "input done");
 		srv_sess_unlink_put(sess);
 	}
 }
