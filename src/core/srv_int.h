@@ -301,6 +301,8 @@ struct srv_path *srv_path_add(struct ibtrs_srv *sess, const uint8_t *uuid,
 			      uint16_t cid_num, const char *peer);
 void srv_path_close(struct srv_path *path, const char *why);
 void srv_sess_close(struct ibtrs_srv *sess, const char *why);
+void srv_path_close_by_client(struct srv_path *path);
+int srv_sess_connected(struct ibtrs_srv *sess);
 void srv_count_proto_error(struct srv_path *path, enum srv_proto_kind k);
 void srv_path_proto_error(struct srv_path *path, const char *what);
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * srv_req.c - a joined connection's messages (srv_io_handler, installed
- * by srv_join()): INFO_REQ and the application's CONNECTED event,
- * requests with each chunk's at-most-once ledger (struct ibtrs_srv_op),
- * their responses from any thread, heartbeat answers, CLOSE, and the
- * connection's errors. Calls only srv_sess.c.
+ * by srv_join()): INFO_REQ and its answer, requests with each chunk's
+ * at-most-once ledger (struct ibtrs_srv_op), their responses from any
+ * thread, heartbeat answers, CLOSE, and the connection's errors. Calls
+ * only srv_sess.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -237,7 +237,6 @@ static void srv_process_info(struct srv_con *con, uint32_t len)
 	struct srv_path *path = con->path;
 	struct ibtrs_srv *sess = con->sess;
 	char name[IBTRS_SESSNAME_LEN];
-	int ret;
 
 	if (con->cid || path->connected ||
 	    ibtrs_info_req_decode(con->info_buf, len, name)) {
@@ -258,23 +257,8 @@ static void srv_process_info(struct srv_con *con, uint32_t len)
 	path->connected = true;
 	ibtrs_log(IBTRS_LOG_INFO, "session %s: path %s connected (%u cons)",
 		  sess->sessname, path->peer, path->cid_num);
-	if (!sess->connected_ev) {
-		ret = sess->ctx->link_ev
-			      ? sess->ctx->link_ev(sess,
-						   IBTRS_SRV_LINK_EV_CONNECTED,
-						   sess->priv)
-			      : 0;
-		if (ret) {
-			ibtrs_log(IBTRS_LOG_INFO,
-				  "session %s: refused by the application (%d)",
-				  sess->sessname, ret);
-			srv_sess_end(sess);
-			while (sess->paths)
-				srv_path_close(sess->paths, "session refused");
-			return;
-		}
-		sess->connected_ev = true;
-	}
+	if (srv_sess_connected(sess))
+		return;
 	srv_send_info_rsp(con);
 }
 
@@ -337,8 +321,7 @@ static void srv_con_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 					     "CLOSE on an I/O connection");
 			return;
 		}
-		con->sess->client_closed = true;
-		srv_path_close(path, "closed by the client");
+		srv_path_close_by_client(path);
 		return;
 	default:
 		srv_path_proto_error(path, "unknown immediate type");

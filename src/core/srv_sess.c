@@ -6,8 +6,8 @@
  * context's list, on the context's loop) and its free (on its loop, once
  * the last reference went); its paths from creation to close, a
  * connection's references and free, and the protocol error counts. The
- * session's grace, its end and its paths are changed here only (its
- * sess_set_*() setters). Calls only srv_limits.c.
+ * session's grace, its end (sess_set_*()), its CONNECTED and DISCONNECTED
+ * events and its paths are changed here only. Calls only srv_limits.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -437,6 +437,42 @@ void srv_path_close(struct srv_path *path, const char *why)
 		return;
 	}
 	srv_sess_end(sess);
+}
+
+/* Its loop: the client said goodbye on @path: no grace for its session. */
+void srv_path_close_by_client(struct srv_path *path)
+{
+	path->sess->client_closed = true;
+	srv_path_close(path, "closed by the client");
+}
+
+/*
+ * Its loop: a path of @sess is connected (INFO_REQ). The first one tells
+ * the application (IBTRS_SRV_LINK_EV_CONNECTED, after which sess_final()
+ * owes it DISCONNECTED); a refusal ends the session with all its paths.
+ * Return: 0, or the application's refusal.
+ */
+int srv_sess_connected(struct ibtrs_srv *sess)
+{
+	int ret;
+
+	if (sess->connected_ev)
+		return 0;
+	ret = sess->ctx->link_ev
+		      ? sess->ctx->link_ev(sess, IBTRS_SRV_LINK_EV_CONNECTED,
+					   sess->priv)
+		      : 0;
+	if (ret) {
+		ibtrs_log(IBTRS_LOG_INFO,
+			  "session %s: refused by the application (%d)",
+			  sess->sessname, ret);
+		srv_sess_end(sess);
+		while (sess->paths)
+			srv_path_close(sess->paths, "session refused");
+		return ret;
+	}
+	sess->connected_ev = true;
+	return 0;
 }
 
 /*
