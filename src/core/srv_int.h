@@ -274,7 +274,11 @@ struct ibtrs_srv_ctx {
 /* A protocol error of one of the kinds counted per path and session. */
 enum srv_proto_kind { PROTO_XPRT, PROTO_MSG, PROTO_GEN };
 
-/* srv_limits.c: the memory limit (ctx->lock) and the per-client records. */
+/*
+ * srv_limits.c: the memory limit's shares (srv_mem_fits() under ctx->lock)
+ * and the per-client records; a count is raised on the context's loop
+ * only, under a hold of srv_ident_get(), and lowered on any thread.
+ */
 uint64_t srv_sess_mem(const struct ibtrs_srv_ctx *ctx);
 uint64_t srv_con_mem(const struct ibtrs_srv_ctx *ctx);
 bool srv_mem_fits(const struct ibtrs_srv_ctx *ctx, uint64_t more);
@@ -286,7 +290,12 @@ void srv_ident_drop(struct ibtrs_srv_ctx *ctx, struct srv_ident *id,
 bool srv_ident_may_open(const struct ibtrs_srv_ctx *ctx,
 			const struct srv_ident *id);
 
-/* srv_sess.c: sessions, their paths, connection references. */
+/*
+ * srv_sess.c: sessions, their paths, connection references. On the
+ * session's loop, but srv_sess_create() and srv_sess_unlink_put() (the
+ * context's loop), srv_sess_drop_empty() (either), srv_sess_put() and
+ * srv_con_put() (any thread).
+ */
 struct ibtrs_srv *srv_sess_create(struct ibtrs_srv_ctx *ctx,
 				  const uint8_t *uuid, int *err);
 void srv_sess_put(struct ibtrs_srv *sess);
