@@ -10,12 +10,12 @@
  * do the handshake right and then go wrong: the harness plays the client's
  * side with the real auth.c, and holds each session's secret to join it.
  *
- * srv.c is included so that the harness can run the server's tick on a
- * clock the program moves and end every session after each input: inputs
- * start from the same state, a server with no session. The client end is
- * the loop backend's ops table, driven by hand, on a loop of its own. The
- * server application answers, fails or holds each request as its first
- * user byte says.
+ * The server's files (srv_int.h) are included so that the harness can
+ * run the server's tick on a clock the program moves and end every
+ * session after each input: inputs start from the same state, a server
+ * with no session. The client end is the loop backend's ops table, driven
+ * by hand, on a loop of its own. The server application answers, fails or
+ * holds each request as its first user byte says.
  *
  * Both loops, the server's and the client's, run on the fuzzer's thread
  * (ibtrs_loop_test_adopt()): the harness runs them until neither has
@@ -39,6 +39,11 @@
  * a DISCONNECTED event follows each CONNECTED one.
  */
 #include "../../src/core/srv.c"
+#include "../../src/core/srv_hs.c"
+#include "../../src/core/srv_limits.c"
+#include "../../src/core/srv_req.c"
+#include "../../src/core/srv_sess.c"
+#include "../../src/core/srv_tick.c"
 
 #include <pthread.h>
 #include <time.h>
@@ -862,14 +867,12 @@ static void close_sessions(void *arg)
 {
 	(void)arg;
 	while (srv->handshakes)
-		hs_close(srv->handshakes->con, "input done");
+		srv_hs_close(srv->handshakes->con, "input done");
 	while (srv->sessions) {
 		struct ibtrs_srv *sess = srv->sessions;
 
-		sess->dying = true;
-		while (sess->paths)
-			path_close(sess->paths, "input done");
-		sess_unlink_put(sess);
+		srv_sess_close(sess, "input done");
+		srv_sess_unlink_put(sess);
 	}
 }
 
