@@ -173,6 +173,10 @@ struct srv_path {
 	_Atomic uint64_t proto_xprt, proto_msg, gen_rejected;
 	uint64_t last_rx_ns;
 	uint64_t last_hb_tx_ns;
+	/* srv_tick(): silent at first look, drained before the verdict
+	 * (@suspect); connections from @drain_next on still to drain */
+	bool suspect;
+	unsigned int drain_next;
 	char peer[IBTRS_SOCKADDR_STR_LEN];
 };
 
