@@ -1452,6 +1452,23 @@ void loop_xprt_break(const struct sockaddr *addr)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/*
+ * Loop thread: what the peer sent and is due, and the completions to
+ * report, now, as @con's next wake-up would run them.
+ */
+static int loop_drain(struct ibtrs_xprt_con *con)
+{
+	struct loop_ep *e = to_ep(con);
+	bool ready;
+
+	pthread_mutex_lock(&e->link->lock);
+	ready = e->started && !e->failed;
+	pthread_mutex_unlock(&e->link->lock);
+	if (ready)
+		ep_run(e);
+	return 0;
+}
+
 /* Loop thread: the receiving end places the peer's WRITEs there. */
 static int loop_bind_pd(struct ibtrs_xprt_con *xcon, struct ibtrs_xprt_pd *pd)
 {
@@ -1481,5 +1498,6 @@ const struct ibtrs_xprt_ops ibtrs_xprt_loop_ops = {
 	.post_send = loop_post_send,
 	.post_recv = loop_post_recv,
 	.post_write = loop_post_write,
+	.drain = loop_drain,
 	.addr_str = loop_addr_str,
 };
