@@ -162,12 +162,23 @@ static void child(const char *prov)
 	unsigned char *wbuf, *rbuf;
 	unsigned int i;
 
+	const char *spin = getenv("FI_SOCKETS_PE_WAITTIME");
+	char *user_spin = spin ? strdup(spin) : NULL;
+
 	setenv("IBTRS_BACKEND", "ofi", 1);
 	setenv("IBTRS_OFI_PROVIDER", prov, 1);
 	/* The library logs nothing unless asked: the refusal's reason. */
 	ibtrs_set_log_level(IBTRS_LOG_ERR);
 	t_watchdog(CHILD_TIMEOUT_S);
 	child_probe(prov);
+	/* sockets' progress thread is asked not to spin after each wake-up
+	 * (OFI_Q_PE_SPIN), unless the user set its spin time. */
+	spin = getenv("FI_SOCKETS_PE_WAITTIME");
+	if (!strcmp(prov, "sockets"))
+		CHECK(spin && !strcmp(spin, user_spin ? user_spin : "0"));
+	else
+		CHECK(!spin == !user_spin);
+	free(user_spin);
 
 	h_srv_start(&srv, NULL, 0, 0);
 	/* A busy address is EADDRINUSE, as on the tcp backend, whatever

@@ -68,9 +68,24 @@ run_bench() {
 	ip netns exec "$C" "$tool" bench --path ip:10.250.10.2 \
 		--path ip:10.250.11.2 --port "$port" --export disk \
 		--rw randrw --bs 4k --qd 32 --threads 2 --time "$2" --verify \
-		--json --hb-timeout 1000 --reconnect-delay 0 --quiet \
-		>"$tmp/$1.json" 2>"$tmp/$1.err" &
+		--json --interval-json --hb-timeout 1000 --reconnect-delay 0 \
+		--quiet >"$tmp/$1.json" 2>"$tmp/$1.err" &
 	bench_pid=$!
+}
+
+# wait_run NAME: the bench's first interval line with requests on both
+# paths (its run is on; at most 30 s: a loaded host may take seconds to
+# start a bench); the faults are timed from here. Timed from the start of
+# the bench instead, a link that went down before its open made its first
+# connect fail (Network is unreachable), and the bench with it.
+wait_run() {
+	for _ in $(seq 300); do
+		grep -Eq '"paths":\[[1-9][0-9]*,[1-9]' "$tmp/$1.err" 2>/dev/null &&
+			return 0
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "$1: no requests on both paths yet (going on)"
 }
 
 # wait_bench NAME SECONDS: the bench's exit status once it ends by itself,
@@ -142,11 +157,13 @@ EOF
 	[ $? -eq 0 ] || failed=$((failed + 1))
 }
 
-# scenario_link: path 1's link goes down for 2.5 s during a 9 s run.
+# scenario_link: path 1's link goes down for 2.5 s during a 9 s run, 2.5 s
+# into it.
 scenario_link() {
 	start_server || return 1
 	run_bench link 9
-	sleep 2.5
+	wait_run link
+	sleep 1.5
 	netns_link 1 down
 	sleep 2.5
 	netns_link 1 up
@@ -160,7 +177,8 @@ scenario_link() {
 scenario_nopath() {
 	start_server || return 1
 	run_bench nopath 9
-	sleep 2.5
+	wait_run nopath
+	sleep 1.5
 	netns_link 0 down
 	netns_link 1 down
 	sleep 2

@@ -597,6 +597,9 @@ enum {
 				     * the endpoint's close closes again:
 				     * a failed connection closes its
 				     * endpoint instead (ofi_fail()) */
+	OFI_Q_PE_SPIN = 1 << 4,	    /* its progress thread spins after each
+				     * wake-up: asked not to, unless the
+				     * user says otherwise (ofi_fabric()) */
 };
 
 static const struct {
@@ -616,7 +619,12 @@ static const struct {
 	 * fi_shutdown() closes again (sock_ep_cm_shutdown()). Either way
 	 * the number, reused meanwhile, is another object's: a loop's epoll
 	 * fd closed so stopped every session of that loop. */
-	{ "sockets", OFI_Q_NO_SHUTDOWN },
+	/* Its progress thread (one per domain) also spins for
+	 * FI_SOCKETS_PE_WAITTIME ms (10) after each wake-up, a heartbeat's
+	 * included: with a few hundred idle connections it never slept,
+	 * and on a loaded host the connections of a whole process missed
+	 * their heartbeats at once (func/sessions). */
+	{ "sockets", OFI_Q_NO_SHUTDOWN | OFI_Q_PE_SPIN },
 };
 
 static unsigned int ofi_quirks(const char *prov)
@@ -627,6 +635,32 @@ static unsigned int ofi_quirks(const char *prov)
 		if (!strcmp(prov, ofi_quirk_tab[i].name))
 			return ofi_quirk_tab[i].quirks;
 	return 0;
+}
+
+/*
+ * fi_fabric() for @info. A provider with OFI_Q_PE_SPIN (sockets) reads
+ * its spin time from the environment as its first fabric opens, once for
+ * the process: FI_SOCKETS_PE_WAITTIME is set to 0 before, unless the user
+ * set it. The only setenv() of the library, at most once a process and
+ * before the first such fabric (libfabric has no call to set a provider's
+ * parameter); a getenv() of another thread at that very moment is the
+ * risk setenv() always has.
+ */
+static int ofi_fabric(struct fi_info *info, struct fid_fabric **fabric)
+{
+	static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+	static bool env_done;
+
+	if (ofi_quirks(ofi_prov(info)) & OFI_Q_PE_SPIN) {
+		pthread_mutex_lock(&env_lock);
+		if (!env_done && setenv("FI_SOCKETS_PE_WAITTIME", "0", 0))
+			ibtrs_log(IBTRS_LOG_WARN,
+				  "ofi: cannot set FI_SOCKETS_PE_WAITTIME: %s",
+				  strerror(errno));
+		env_done = true;
+		pthread_mutex_unlock(&env_lock);
+	}
+	return fi_fabric(info->fabric_attr, fabric, NULL);
 }
 
 /*
@@ -1090,7 +1124,7 @@ static int ofi_dom_get(struct fi_info *info, struct ofi_dom **domp)
 		goto unlock;
 	}
 	d->info = info;
-	ret = fi_fabric(info->fabric_attr, &d->fabric, NULL);
+	ret = ofi_fabric(info, &d->fabric);
 	if (ret) {
 		ret = ofi_errno(ret);
 		ibtrs_log(IBTRS_LOG_ERR,
@@ -2848,7 +2882,7 @@ static int ofi_listen(struct ibtrs_loop *loop, const struct sockaddr *addr,
 	ret = ofi_getinfo(NULL, addr, NULL, 0, &l->info);
 	if (ret)
 		goto free_l;
-	ret = ofi_errno(fi_fabric(l->info->fabric_attr, &l->fabric, NULL));
+	ret = ofi_errno(ofi_fabric(l->info, &l->fabric));
 	if (ret)
 		goto free_info;
 	if (ofi_quirks(ofi_prov(l->info)) & OFI_Q_FLAT_WAIT) {
