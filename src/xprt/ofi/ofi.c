@@ -600,6 +600,10 @@ enum {
 	OFI_Q_PE_SPIN = 1 << 4,	    /* its progress thread spins after each
 				     * wake-up: asked not to, unless the
 				     * user says otherwise (ofi_fabric()) */
+	OFI_Q_POLLS = 1 << 5,	    /* its progress polls while a request is
+				     * in flight, which keeps neither
+				     * heartbeats nor latency on a loaded
+				     * host: refused (ofi_unfit_quirk()) */
 };
 
 static const struct {
@@ -624,7 +628,12 @@ static const struct {
 	 * included: with a few hundred idle connections it never slept,
 	 * and on a loaded host the connections of a whole process missed
 	 * their heartbeats at once (func/sessions). */
-	{ "sockets", OFI_Q_NO_SHUTDOWN | OFI_Q_PE_SPIN },
+	/* And it polls every endpoint for as long as a write awaits its
+	 * acknowledgement, which every RMA write does (sock_pe_wait_ok()):
+	 * on a loaded host its sessions miss heartbeats, connects time out
+	 * and a demoted path's probes never look healthy (docs/design.md,
+	 * section 10). */
+	{ "sockets", OFI_Q_NO_SHUTDOWN | OFI_Q_PE_SPIN | OFI_Q_POLLS },
 };
 
 static unsigned int ofi_quirks(const char *prov)
@@ -684,6 +693,24 @@ static const char *ofi_unfit(const struct fi_info *p)
 	    p->domain_attr->mr_key_size && p->domain_attr->mr_key_size < 4)
 		return "keys of 32 bits (mr_key_size >= 4)";
 	return NULL;
+}
+
+/*
+ * What a provider that passes ofi_unfit() lacks all the same, found by
+ * running it (ofi_quirk_tab), or NULL. IBTRS_OFI_ALLOW_UNFIT=1 lets such
+ * a provider run, for experiments.
+ */
+static const char *ofi_unfit_quirk(const struct fi_info *p)
+{
+	const char *allow = getenv("IBTRS_OFI_ALLOW_UNFIT");
+
+	if (!(ofi_quirks(ofi_prov(p)) & OFI_Q_POLLS) ||
+	    (allow && !strcmp(allow, "1")))
+		return NULL;
+	return "a progress engine that sleeps while requests are in flight "
+	       "(it polls until each RMA write is acknowledged: heartbeats "
+	       "and latency do not hold on a loaded host; use tcp or net, "
+	       "or IBTRS_OFI_ALLOW_UNFIT=1 to run it anyway)";
 }
 
 static void *ofi_dup_addr(const struct sockaddr *sa, size_t *len)
@@ -771,6 +798,8 @@ static int ofi_getinfo(const char *prov, const struct sockaddr *src,
 	for (p = list; p; p = p->next) {
 		const char *lacks = ofi_unfit(p);
 
+		if (!lacks)
+			lacks = ofi_unfit_quirk(p);
 		if (!lacks)
 			break;
 		if (!why)
