@@ -1803,14 +1803,16 @@ static int bench_open(struct bench *b, struct bench_addrs *a)
 			"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
 			cfg->backend);
 	else if (cfg->path_cnt == 1)
-		tool_err("cannot connect to %s (port %u): %s%s", cfg->paths[0],
-			 cfg->port, strerror(err),
-			 tool_sec_hint(cfg->sec, err, true));
+		tool_err("cannot connect to %s (port %u): %s%s%s",
+			 cfg->paths[0], cfg->port, strerror(err),
+			 tool_sec_hint(cfg->sec, err, true),
+			 tool_xprt_hint(cfg->backend, err));
 	else
 		tool_err(
-			"cannot connect to any of %zu paths (%s, ...; port %u): %s%s",
+			"cannot connect to any of %zu paths (%s, ...; port %u): %s%s%s",
 			cfg->path_cnt, cfg->paths[0], cfg->port, strerror(err),
-			tool_sec_hint(cfg->sec, err, true));
+			tool_sec_hint(cfg->sec, err, true),
+			tool_xprt_hint(cfg->backend, err));
 	return TOOL_EXIT_FAIL;
 }
 

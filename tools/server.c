@@ -591,13 +591,15 @@ struct ibtrs_srv_ctx *tool_srv_start(const struct tool_srv_cfg *cfg)
 				"unknown or unavailable transport '%s' (tcp; ofi when built with libfabric)",
 				cfg->backend);
 		else if (cfg->listen_str)
-			tool_err("cannot listen on %s port %u: %s%s",
+			tool_err("cannot listen on %s port %u: %s%s%s",
 				 cfg->listen_str, cfg->port, strerror(err),
-				 tool_sec_hint(cfg->sec, err, false));
+				 tool_sec_hint(cfg->sec, err, false),
+				 tool_xprt_hint(cfg->backend, err));
 		else
-			tool_err("cannot listen on port %u: %s%s", cfg->port,
+			tool_err("cannot listen on port %u: %s%s%s", cfg->port,
 				 strerror(err),
-				 tool_sec_hint(cfg->sec, err, false));
+				 tool_sec_hint(cfg->sec, err, false),
+				 tool_xprt_hint(cfg->backend, err));
 		if (srv_backing)
 			munmap(srv_backing, TOOL_TARGET_SIZE);
 		srv_backing = NULL;

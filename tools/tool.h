@@ -110,6 +110,7 @@ bool tool_busy_poll_ok(uint32_t busy_poll_us, bool adaptive);
 uint64_t tool_now_ns(void);
 int tool_cpu_us(uint64_t *user_us, uint64_t *sys_us);
 uint32_t tool_online_cpus(uint32_t max);
+const char *tool_xprt_hint(const char *backend, int err);
 uint64_t tool_random64(void);
 void tool_signals_init(void);
 int tool_signal_wait(int timeout_ms, pid_t *from);

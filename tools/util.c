@@ -287,6 +287,27 @@ uint32_t tool_online_cpus(uint32_t max)
 }
 
 /**
+ * tool_xprt_hint() - what to add to an open's error on the ofi backend
+ * @backend: --transport's value, or NULL (IBTRS_BACKEND counts then)
+ * @err: the open's errno
+ *
+ * The library says why no libfabric provider fits (ENODEV) only in its
+ * log: the hint tells where to look.
+ *
+ * Return: a text starting with a space, or "".
+ */
+const char *tool_xprt_hint(const char *backend, int err)
+{
+	if (!backend || !*backend)
+		backend = getenv("IBTRS_BACKEND");
+	if (err != ENODEV || !backend || strcmp(backend, "ofi"))
+		return "";
+	return getenv("IBTRS_OFI_PROVIDER")
+		       ? " (libfabric offers no provider IBTRS_OFI_PROVIDER names that fits: IBTRS_LOG_LEVEL=err says what it lacks)"
+		       : " (no libfabric provider here fits: IBTRS_LOG_LEVEL=err says what each lacks)";
+}
+
+/**
  * tool_cpu_us() - CPU time of this process so far (getrusage)
  * @user_us: time in user mode, microseconds
  * @sys_us: time in the kernel, microseconds

@@ -46,6 +46,15 @@ expect 2 bench --path ip:127.0.0.1 --time 0
 expect 2 bench --path ip:127.0.0.1 --rw sideways
 expect 1 bench --path ip:127.0.0.1 --port 1 --transport bogus
 expect 1 server --port 0 --transport bogus
+# A libfabric provider that does not fit (or does not exist): the error
+# says where its reason is, when the ofi backend is built (with it
+# missing, --transport ofi is "unknown or unavailable").
+for sub in "server --port 0" "bench --path ip:127.0.0.1 --port 1 --time 1"; do
+	# shellcheck disable=SC2086 # the words of $sub are its arguments
+	IBTRS_OFI_PROVIDER=nosuch expect 1 $sub --transport ofi
+	grep -q "unavailable transport 'ofi'\|IBTRS_LOG_LEVEL=err says what it lacks" \
+		"$TMP/err" || fail "$sub, provider nosuch: $(cat "$TMP/err")"
+done
 expect 2 bench --path ip:127.0.0.1 --port 99999
 expect 2 bench --path ip:127.0.0.1 stray
 expect 2 bench
