@@ -1,4 +1,4 @@
-# nbdkit.cmake - the nbdkit plugin (src/nbdkit/ibtrs.c): every NBD client
+# nbdkit.cmake - the nbdkit plugin (src/nbdkit/plugin.c): every NBD client
 # reaches an ibnbd export through `nbdkit ibtrs path=... export=...`.
 #
 # Included by the top CMakeLists.txt after libibnbd. Built only when
@@ -18,7 +18,7 @@ if(NOT NBDKIT_FOUND)
 	return()
 endif()
 
-add_library(nbdkit_ibtrs_plugin MODULE src/nbdkit/ibtrs.c)
+add_library(nbdkit_ibtrs_plugin MODULE src/nbdkit/plugin.c)
 set_target_properties(nbdkit_ibtrs_plugin PROPERTIES
 	OUTPUT_NAME nbdkit-ibtrs-plugin PREFIX "" SUFFIX ".so"
 	C_VISIBILITY_PRESET hidden)

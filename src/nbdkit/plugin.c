@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * ibtrs.c - nbdkit plugin serving an ibnbd export: every NBD client (qemu,
- * nbdcopy, nbdfuse, fio's nbd engine, the kernel's nbd) reaches a block
- * device exported by an ibnbd server over a multipath ibtrs session.
+ * plugin.c - the nbdkit plugin "ibtrs", serving an ibnbd export: every
+ * NBD client (qemu, nbdcopy, nbdfuse, fio's nbd engine, the kernel's nbd)
+ * reaches a block device exported by an ibnbd server over a multipath
+ * ibtrs session.
  *
  *   nbdkit ibtrs path=ip:10.0.0.1 path=ip:10.0.1.1 port=1234 export=disk0
  *
