@@ -791,6 +791,9 @@ static void slot_close(struct slot *s)
  * turn() - one turn of each loop: its work and real descriptors, then
  * its endpoints (fake_run())
  *
+ * Nothing queues work on the client's loop and it has no tick: its own
+ * turn, a system call, only comes once the rest had nothing to do.
+ *
  * Return: true if anything ran.
  */
 static bool turn(void)
@@ -798,8 +801,8 @@ static bool turn(void)
 	bool ran = ibtrs_loop_test_run(srv->loop, 0);
 
 	ran = fake_run(srv->loop) || ran;
-	ran = ibtrs_loop_test_run(cloop, 0) || ran;
-	return fake_run(cloop) || ran;
+	ran = fake_run(cloop) || ran;
+	return ran || ibtrs_loop_test_run(cloop, 0);
 }
 
 /**
