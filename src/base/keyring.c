@@ -21,10 +21,8 @@
 
 void ibtrs_wipe(void *p, size_t len)
 {
-	volatile unsigned char *v = p;
-
-	while (len--)
-		*v++ = 0;
+	/* A memset the compiler may not drop as a dead store (glibc 2.25). */
+	explicit_bzero(p, len);
 }
 
 int ibtrs_random(void *buf, size_t len)
