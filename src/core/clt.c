@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * clt.c - the client session: open and close, tags, path selection, the
- * event log and the public queries. Requests are clt_req.c's.
+ * clt.c - the client session: open and close, its tick, registered
+ * memory and the public queries. Its paths are clt_path.c's, its requests
+ * clt_req.c's, its tags and geometry clt_tags.c's, its event log
+ * clt_events.c's.
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,189 +14,6 @@
 
 #include "clt.h"
 #include "log.h"
-
-static inline struct ibtrs_tag *tag_at(struct ibtrs_clt *sess, uint32_t i)
-{
-	return (struct ibtrs_tag *)(sess->tags + (size_t)i * sess->tag_stride);
-}
-
-/* ------------------------------------------------------------------ */
-/* event log                                                            */
-
-void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
-{
-	struct ibtrs_event *ev;
-	struct timespec ts;
-	va_list ap;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	pthread_mutex_lock(&sess->ev_lock);
-	ev = &sess->events[(sess->ev_head + sess->ev_cnt) % IBTRS_EVENT_LOG_LEN];
-	if (sess->ev_cnt == IBTRS_EVENT_LOG_LEN)
-		sess->ev_head = (sess->ev_head + 1) % IBTRS_EVENT_LOG_LEN;
-	else
-		sess->ev_cnt++;
-	ev->ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	ev->path = path;
-	va_start(ap, fmt);
-	vsnprintf(ev->msg, sizeof(ev->msg), fmt, ap);
-	va_end(ap);
-	if (path >= 0)
-		ibtrs_log(IBTRS_LOG_INFO, "session %s: path %d: %s",
-			  sess->sessname, path, ev->msg);
-	else
-		ibtrs_log(IBTRS_LOG_INFO, "session %s: %s", sess->sessname,
-			  ev->msg);
-	pthread_mutex_unlock(&sess->ev_lock);
-}
-
-size_t ibtrs_clt_get_events(struct ibtrs_clt *sess, struct ibtrs_event *ev,
-			    size_t max)
-{
-	size_t i, n;
-
-	if (!sess || !ev)
-		return 0;
-	pthread_mutex_lock(&sess->ev_lock);
-	n = sess->ev_cnt < max ? sess->ev_cnt : max;
-	/* The newest @n, oldest first. */
-	for (i = 0; i < n; i++)
-		ev[i] = sess->events[(sess->ev_head + sess->ev_cnt - n + i) %
-				     IBTRS_EVENT_LOG_LEN];
-	pthread_mutex_unlock(&sess->ev_lock);
-	return n;
-}
-
-/* ------------------------------------------------------------------ */
-/* geometry, tags                                                       */
-
-int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r)
-{
-	uint32_t i;
-	int ret;
-
-	if (sess->have_geometry) {
-		if (r->queue_depth != sess->queue_depth ||
-		    r->max_io_size != sess->max_io_size ||
-		    r->chunk_size != sess->chunk_size)
-			return -EPROTO;
-		return 0;
-	}
-	sess->queue_depth = r->queue_depth;
-	sess->max_io_size = r->max_io_size;
-	sess->chunk_size = r->chunk_size;
-	sess->max_usr_msg = r->max_usr_msg;
-	sess->off_bits =
-		(unsigned int)ibtrs_imm_off_bits(r->queue_depth, r->chunk_size);
-	sess->tag_stride = (TAG_HDR_SIZE + sess->pdu_sz + 15) & ~(size_t)15;
-	sess->tags = aligned_alloc(16, sess->tag_stride * sess->queue_depth);
-	sess->reqs = calloc(sess->queue_depth, sizeof(*sess->reqs));
-	sess->sg_mem = calloc((size_t)sess->queue_depth * sess->max_segments,
-			      sizeof(struct iovec));
-	if (!sess->tags || !sess->reqs || !sess->sg_mem)
-		return -ENOMEM;
-	ret = ibtrs_tags_init(&sess->tag_ids, sess->queue_depth, 0);
-	if (ret)
-		return ret;
-	/*
-	 * The headers (user message and trailer) go out with every request:
-	 * registered once, so that a backend needing registration sends a
-	 * request from registered data without a copy.
-	 */
-	ret = sess->ops->mr_alloc(sess->pd, 1, &sess->reqs_mr);
-	if (!ret) {
-		struct iovec iov = {
-			.iov_base = sess->reqs,
-			.iov_len = sess->queue_depth * sizeof(*sess->reqs),
-		};
-
-		ret = sess->ops->mr_map(sess->reqs_mr, &iov, 1);
-	}
-	if (ret)
-		return ret;
-	memset(sess->tags, 0, sess->tag_stride * sess->queue_depth);
-	for (i = 0; i < sess->queue_depth; i++) {
-		struct ibtrs_tag *tag = tag_at(sess, i);
-		struct clt_req *req = &sess->reqs[i];
-
-		tag->sess = sess;
-		tag->mem_id = i;
-		clt_req_init(sess, req, i,
-			     sess->sg_mem + (size_t)i * sess->max_segments);
-		ret = sess->ops->mr_alloc(sess->pd, sess->max_segments,
-					  &req->mr);
-		if (ret)
-			return ret;
-	}
-	sess->have_geometry = true;
-	return 0;
-}
-
-struct ibtrs_tag *ibtrs_clt_get_tag(struct ibtrs_clt *sess,
-				    enum ibtrs_clt_con_type con_type, int wait)
-{
-	struct ibtrs_tag *tag;
-	int id;
-
-	if (!sess || (con_type != IBTRS_USR_CON && con_type != IBTRS_IO_CON) ||
-	    (wait != IBTRS_TAG_WAIT && wait != IBTRS_TAG_NOWAIT)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	id = ibtrs_tags_get(&sess->tag_ids, wait == IBTRS_TAG_WAIT);
-	if (id < 0) {
-		errno = -id;
-		return NULL;
-	}
-	tag = tag_at(sess, (uint32_t)id);
-	tag->con_type = con_type;
-	/* The put's compare-and-swap is what catches a double put. */
-	atomic_store_explicit(&tag->held, true, memory_order_release);
-	return tag;
-}
-
-/* Whether a request of @sess is in flight on one of its paths. */
-static bool clt_any_inflight(struct ibtrs_clt *sess)
-{
-	unsigned int i, n = atomic_load(&sess->path_cnt);
-
-	for (i = 0; i < n; i++)
-		if (atomic_load_explicit(&sess->paths[i]->inflight,
-					 memory_order_relaxed))
-			return true;
-	return false;
-}
-
-void ibtrs_clt_put_tag(struct ibtrs_clt *sess, struct ibtrs_tag *tag)
-{
-	bool held = true;
-
-	if (!sess || !tag)
-		return;
-	if (tag->sess != sess ||
-	    !atomic_compare_exchange_strong(&tag->held, &held, false)) {
-		ibtrs_log_rl(IBTRS_LOG_ERR,
-			     "session %s: put of a tag that is not held",
-			     sess->sessname);
-		return;
-	}
-	/* Tags of requests in flight come back soon: they may wake a waiter
-	 * in a batch (tags.h). With nobody waiting the paths are not looked
-	 * at; a waiter that comes meanwhile is woken by this put. */
-	ibtrs_tags_put(&sess->tag_ids, tag->mem_id,
-		       ibtrs_tags_have_waiters(&sess->tag_ids) &&
-			       clt_any_inflight(sess));
-}
-
-struct ibtrs_tag *ibtrs_tag_from_pdu(void *pdu)
-{
-	return pdu ? (struct ibtrs_tag *)((char *)pdu - TAG_HDR_SIZE) : NULL;
-}
-
-void *ibtrs_tag_to_pdu(struct ibtrs_tag *tag)
-{
-	return tag ? (char *)tag + TAG_HDR_SIZE : NULL;
-}
 
 /* Fill entry @to of the table; write side open. */
 static void mem_ent_set(struct clt_mem_ent *to, uintptr_t addr, size_t len,
@@ -318,6 +136,21 @@ static void sess_loop_put(struct ibtrs_clt *sess)
 		/* Runs the completions still queued. */
 		ibtrs_loop_destroy(sess->loop);
 	sess->loop = NULL;
+}
+
+/*
+ * The session's tick, on its loop: the faults that are due, then its
+ * paths (heartbeats, gray failure), then its requests (deadlines, delayed
+ * responses), in that order.
+ */
+void clt_tick(void *arg)
+{
+	struct ibtrs_clt *sess = arg;
+	uint64_t now = ibtrs_now_ns();
+
+	clt_fault_tick(sess, now);
+	clt_paths_tick(sess, now, ibtrs_loop_tick_late_ns());
+	clt_req_tick(sess, now);
 }
 
 /* The session's loop: its own, or one of the shared ones; and its tick. */

@@ -328,9 +328,15 @@ struct ibtrs_clt {
 int clt_select_path(struct ibtrs_clt *sess, const struct clt_path *exclude);
 bool clt_sess_has_hope(struct ibtrs_clt *sess);
 
-/* clt.c */
+/* clt.c: the session's tick, on its loop. */
+void clt_tick(void *arg);
+
+/* clt_events.c: an entry of the session's event log, logged too. */
 void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* clt_tags.c: the geometry of the first path's handshake (-EPROTO for a
+ * later path's that differs), and the tags and request slots it sizes. */
 int clt_set_geometry(struct ibtrs_clt *sess, const struct ibtrs_conn_rsp *r);
 
 /* clt_path.c */
@@ -344,7 +350,8 @@ int clt_path_open(struct clt_path *path);
 void clt_path_close(struct clt_path *path);	/* loop thread */
 void clt_path_say_close(struct clt_path *path); /* loop thread */
 void clt_path_destroy_cons(struct clt_path *path);
-void clt_tick(void *arg);
+/* The paths' part of the session's tick: heartbeats, gray failure. */
+void clt_paths_tick(struct ibtrs_clt *sess, uint64_t now, uint64_t late_ns);
 void clt_connector_stop(struct ibtrs_clt *sess);
 /* Loop thread: fail a connected path (its requests move on). */
 void clt_path_fail(struct clt_path *path, const char *why);

@@ -978,7 +978,7 @@ static void path_drain(struct clt_path *path)
 /*
  * The heartbeat of one connected path, the loop @late_ns late. True if the
  * path is silent even after its receive side was drained: the verdict is
- * then in @why, for clt_tick() to act on.
+ * then in @why, for clt_paths_tick() to act on.
  */
 static bool tick_path(struct ibtrs_clt *sess, struct clt_path *path,
 		      uint64_t now, uint64_t late_ns, char *why, size_t len)
@@ -1292,17 +1292,13 @@ static void gray_tick(struct ibtrs_clt *sess, uint64_t now)
 				   dre[i], now);
 }
 
-void clt_tick(void *arg)
+void clt_paths_tick(struct ibtrs_clt *sess, uint64_t now, uint64_t late)
 {
-	struct ibtrs_clt *sess = arg;
-	uint64_t now = ibtrs_now_ns();
-	uint64_t late = ibtrs_loop_tick_late_ns();
 	unsigned int i, n = atomic_load(&sess->path_cnt);
 	unsigned int alive = 0, nsilent = 0;
 	struct clt_path *silent[IBTRS_MAX_PATHS];
 	char why[IBTRS_MAX_PATHS][64];
 
-	clt_fault_tick(sess, now);
 	for (i = 0; i < n; i++) {
 		struct clt_path *p = sess->paths[i];
 
@@ -1327,7 +1323,6 @@ void clt_tick(void *arg)
 		for (i = 0; i < nsilent; i++)
 			clt_path_fail(silent[i], why[i]);
 	gray_tick(sess, now);
-	clt_req_tick(sess, now);
 }
 
 /* ------------------------------------------------------------------ */
