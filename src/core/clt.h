@@ -274,6 +274,8 @@ struct ibtrs_clt {
 	pthread_mutex_t conn_lock;
 	pthread_cond_t conn_cond;
 	bool conn_stop; /* under conn_lock */
+	/* Under conn_lock: a path left CONNECTED (ibtrs_clt_close() waits). */
+	pthread_cond_t closed_cond;
 
 	/* geometry, fixed by the first path that connects */
 	bool have_geometry;
