@@ -300,6 +300,22 @@ static void sess_mark_open(void *arg)
  * wide (ibtrs_clt_opts).
  */
 static struct ibtrs_loop_pool clt_loops = IBTRS_LOOP_POOL_INIT("ibtrs-clt");
+static struct ibtrs_loop *clt_held_loop; /* clt_test_hold_loop() */
+
+int clt_test_hold_loop(bool hold, struct ibtrs_loop **loopp)
+{
+	int ret = 0;
+
+	if (hold && !clt_held_loop)
+		ret = ibtrs_loop_pool_get(&clt_loops, 1, &clt_held_loop);
+	else if (!hold && clt_held_loop) {
+		ibtrs_loop_pool_put(&clt_loops, clt_held_loop);
+		clt_held_loop = NULL;
+	}
+	if (loopp)
+		*loopp = clt_held_loop;
+	return ret;
+}
 
 /*
  * Give the loop up once nothing of the session is on it (its connections

@@ -347,6 +347,14 @@ void clt_path_close(struct clt_path *path);	/* loop thread */
 void clt_path_say_close(struct clt_path *path); /* loop thread */
 void clt_path_destroy_cons(struct clt_path *path);
 void clt_tick(void *arg);
+/*
+ * Tests only: take (@hold) or give back a user of the first loop of the
+ * sessions' shared loops (ibtrs_clt_opts.loop_threads 1), so that sessions
+ * opened and closed one after another keep that loop and its thread
+ * instead of making and ending one each. @loopp, if not NULL, is set to
+ * the loop held. Return: 0 or a negative errno of ibtrs_loop_pool_get().
+ */
+int clt_test_hold_loop(bool hold, struct ibtrs_loop **loopp);
 void clt_connector_stop(struct ibtrs_clt *sess);
 /* Loop thread: fail a connected path (its requests move on). */
 void clt_path_fail(struct clt_path *path, const char *why);
