@@ -151,7 +151,8 @@ static struct fcon fcons[MAX_CONS];
 static struct pending pend[CLT_MAX_PENDING];
 static unsigned int nr_pend;
 static bool have_secret;
-static bool pool_exact; /* INFO_RSP went out unbroken */
+static bool pool_exact;		   /* INFO_RSP went out unbroken */
+static struct ibtrs_conn_rsp told; /* the geometry con 0's conn_rsp gave */
 static uint8_t secret[IBTRS_AUTH_KEY_LEN];
 static uint64_t incarnation;
 
@@ -545,6 +546,9 @@ static void on_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	FUZZ_CHECK(!ibtrs_random(r.nonce, sizeof(r.nonce)));
 	ibtrs_conn_rsp_encode(&m, &r);
 	corrupt(&m, sizeof(m), how);
+	/* A broken conn_rsp may still be a valid one, of another geometry. */
+	if (!cr.cid && ibtrs_conn_rsp_decode(&m, sizeof(m), &told))
+		told = r;
 	if (xops->accept(req, spd, &attr, &m, &c->xcon)) {
 		c->xcon = NULL;
 		return;
@@ -966,8 +970,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* -ECOMM: the server dropped the path already. */
 		ret = ibtrs_clt_query(clt, &attrs);
 		FUZZ_CHECK(!ret || ret == -ECOMM);
-		FUZZ_CHECK(attrs.queue_depth == CLT_QUEUE_DEPTH &&
-			   attrs.max_io_size == CLT_MAX_IO);
+		FUZZ_CHECK(attrs.queue_depth == told.queue_depth &&
+			   attrs.max_io_size == told.max_io_size);
 		for (step = 0; step < CLT_MAX_STEPS; step++) {
 			pthread_mutex_lock(&in_lock);
 			if (!input.n) {
