@@ -67,6 +67,7 @@ static void sess_free(struct ibtrs_clt *sess)
 	pthread_mutex_destroy(&sess->paths_lock);
 	pthread_mutex_destroy(&sess->conn_lock);
 	pthread_cond_destroy(&sess->conn_cond);
+	pthread_cond_destroy(&sess->closed_cond);
 	pthread_mutex_destroy(&sess->ev_lock);
 	ibtrs_wipe(sess->secret, sizeof(sess->secret));
 	pthread_mutex_destroy(&sess->auth_lock);
@@ -117,6 +118,22 @@ static void sess_mark_open(void *arg)
  * wide (ibtrs_clt_opts).
  */
 static struct ibtrs_loop_pool clt_loops = IBTRS_LOOP_POOL_INIT("ibtrs-clt");
+static struct ibtrs_loop *clt_held_loop; /* clt_test_hold_loop() */
+
+int clt_test_hold_loop(bool hold, struct ibtrs_loop **loopp)
+{
+	int ret = 0;
+
+	if (hold && !clt_held_loop)
+		ret = ibtrs_loop_pool_get(&clt_loops, 1, &clt_held_loop);
+	else if (!hold && clt_held_loop) {
+		ibtrs_loop_pool_put(&clt_loops, clt_held_loop);
+		clt_held_loop = NULL;
+	}
+	if (loopp)
+		*loopp = clt_held_loop;
+	return ret;
+}
 
 /*
  * Give the loop up once nothing of the session is on it (its connections
@@ -216,6 +233,7 @@ static struct ibtrs_clt *sess_alloc(const struct ibtrs_clt_opts *o)
 	pthread_mutex_init(&sess->paths_lock, NULL);
 	pthread_mutex_init(&sess->conn_lock, NULL);
 	pthread_cond_init(&sess->conn_cond, NULL);
+	pthread_cond_init(&sess->closed_cond, NULL);
 	pthread_mutex_init(&sess->ev_lock, NULL);
 	pthread_mutex_init(&sess->mem_lock, NULL);
 	pthread_mutex_init(&sess->auth_lock, NULL);
@@ -349,24 +367,39 @@ static void sess_say_close(void *arg)
 		clt_path_say_close(sess->paths[i]);
 }
 
-/* Wait (bounded) for the server to close the paths after CLOSE. */
-static void sess_wait_closed(struct ibtrs_clt *sess)
+/* Whether a path of @sess is connected. */
+static bool sess_any_up(struct ibtrs_clt *sess)
 {
-	uint64_t deadline =
-		ibtrs_real_now_ns() + CLT_CLOSE_WAIT_MS * 1000000ull;
 	unsigned int i, n = atomic_load(&sess->path_cnt);
 
-	while (ibtrs_real_now_ns() < deadline) {
-		struct timespec ts = { .tv_nsec = 1000000 };
-		bool up = false;
+	for (i = 0; i < n; i++)
+		if (atomic_load(&sess->paths[i]->state) == IBTRS_PATH_CONNECTED)
+			return true;
+	return false;
+}
 
-		for (i = 0; i < n; i++)
-			up |= atomic_load(&sess->paths[i]->state) ==
-			      IBTRS_PATH_CONNECTED;
-		if (!up)
-			return;
-		nanosleep(&ts, NULL);
+/*
+ * Wait (bounded) for the server to close the paths after CLOSE: woken by
+ * each path that leaves CONNECTED (path_change()), not polled, so that a
+ * close ends as soon as the server answered.
+ */
+static void sess_wait_closed(struct ibtrs_clt *sess)
+{
+	struct timespec ts;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += CLT_CLOSE_WAIT_MS / 1000;
+	ts.tv_nsec += (long)(CLT_CLOSE_WAIT_MS % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
 	}
+	pthread_mutex_lock(&sess->conn_lock);
+	while (!ret && sess_any_up(sess))
+		ret = pthread_cond_timedwait(&sess->closed_cond,
+					     &sess->conn_lock, &ts);
+	pthread_mutex_unlock(&sess->conn_lock);
 }
 
 static void sess_close_paths(void *arg)

@@ -274,6 +274,8 @@ struct ibtrs_clt {
 	pthread_mutex_t conn_lock;
 	pthread_cond_t conn_cond;
 	bool conn_stop; /* under conn_lock */
+	/* Under conn_lock: a path left CONNECTED (ibtrs_clt_close() waits). */
+	pthread_cond_t closed_cond;
 
 	/* geometry, fixed by the first path that connects */
 	bool have_geometry;
@@ -352,6 +354,14 @@ void clt_path_say_close(struct clt_path *path); /* loop thread */
 void clt_path_destroy_cons(struct clt_path *path);
 /* The paths' part of the session's tick: heartbeats, gray failure. */
 void clt_paths_tick(struct ibtrs_clt *sess, uint64_t now, uint64_t late_ns);
+/*
+ * Tests only: take (@hold) or give back a user of the first loop of the
+ * sessions' shared loops (ibtrs_clt_opts.loop_threads 1), so that sessions
+ * opened and closed one after another keep that loop and its thread
+ * instead of making and ending one each. @loopp, if not NULL, is set to
+ * the loop held. Return: 0 or a negative errno of ibtrs_loop_pool_get().
+ */
+int clt_test_hold_loop(bool hold, struct ibtrs_loop **loopp);
 void clt_connector_stop(struct ibtrs_clt *sess);
 /* Loop thread: fail a connected path (its requests move on). */
 void clt_path_fail(struct clt_path *path, const char *why);

@@ -48,6 +48,12 @@ static int path_change(struct clt_path *path, enum ibtrs_path_state to,
 	}
 	atomic_store(&path->state, (int)to);
 	pthread_rwlock_unlock(&path->lock);
+	if (from == IBTRS_PATH_CONNECTED) {
+		/* Under the lock: sess_wait_closed() looks, then waits. */
+		pthread_mutex_lock(&path->sess->conn_lock);
+		pthread_cond_broadcast(&path->sess->closed_cond);
+		pthread_mutex_unlock(&path->sess->conn_lock);
+	}
 	clt_event(path->sess, (int)path->idx, "%s: %s -> %s: %s",
 		  path_name(path), ibtrs_path_state_str(from),
 		  ibtrs_path_state_str(to), why);

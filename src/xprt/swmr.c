@@ -21,6 +21,9 @@ struct swmr;
 struct swmr_pd {
 	pthread_mutex_t lock; /* slot allocation */
 	unsigned int max_mrs;
+	/* Under @lock: every slot below it is taken, so that a session's
+	 * queue depth of registrations is not quadratic in it. */
+	unsigned int free_hint;
 	_Atomic(struct swmr *) *mrs;
 };
 
@@ -98,7 +101,7 @@ int swmr_mr_alloc(struct ibtrs_xprt_pd *xpd, unsigned int max_sge,
 	mr->gen |= 1;
 	pthread_spin_init(&mr->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_lock(&pd->lock);
-	for (i = 0; i < pd->max_mrs; i++)
+	for (i = pd->free_hint; i < pd->max_mrs; i++)
 		if (!atomic_load(&pd->mrs[i]))
 			break;
 	if (i == pd->max_mrs) {
@@ -109,6 +112,7 @@ int swmr_mr_alloc(struct ibtrs_xprt_pd *xpd, unsigned int max_sge,
 	}
 	mr->idx = i;
 	atomic_store(&pd->mrs[i], mr);
+	pd->free_hint = i + 1;
 	pthread_mutex_unlock(&pd->lock);
 	*mrp = &mr->base;
 	return 0;
@@ -169,6 +173,8 @@ void swmr_mr_free(struct ibtrs_xprt_mr *xmr)
 	mr = to_swmr(xmr);
 	pthread_mutex_lock(&mr->pd->lock);
 	atomic_store(&mr->pd->mrs[mr->idx], NULL);
+	if (mr->idx < mr->pd->free_hint)
+		mr->pd->free_hint = mr->idx;
 	pthread_mutex_unlock(&mr->pd->lock);
 	pthread_spin_destroy(&mr->lock);
 	free(mr);

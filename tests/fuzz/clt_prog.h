@@ -35,9 +35,12 @@
  * CLT_OP_IMM     slot, imm le32: the server writes a raw immediate
  * CLT_OP_SEND    slot, n: the server sends a SEND of n*4 bytes
  * CLT_OP_DISC    slot: the server drops that connection
- * CLT_OP_SYNC    -: wait (bounded) until every request is confirmed, or
- *                until nothing moves before and after the library's
- *                clock moved by two failover timeouts (fuzz_clt.c)
+ * CLT_OP_SYNC    -: run the session and the server until nothing moves;
+ *                then, if a request is neither confirmed nor held by the
+ *                server, or with (opcode byte / CLT_OP_NR) odd in any
+ *                case, the library's clock moves by two failover
+ *                timeouts, the session's tick runs, and again until
+ *                nothing moves (fuzz_clt.c)
  */
 #ifndef IBTRS_FUZZ_CLT_PROG_H
 #define IBTRS_FUZZ_CLT_PROG_H

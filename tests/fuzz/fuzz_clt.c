@@ -11,8 +11,8 @@
  * the client connects (one byte per answer, more for a broken one), then
  * by the program of steps that runs once the session is open: requests of
  * the client, answers and raw immediates of the server, disconnects.
- * Every wait is bounded: connect timeout of the session,
- * ibtrs_clt_close()'s own bound, and AWAIT_MS for the program's waits.
+ * Every wait is bounded: connect timeout of the session and
+ * ibtrs_clt_close()'s own bound; the program does not wait in real time.
  *
  * The library's clock is the harness's (ibtrs_set_test_clock()): it moves
  * only in CLT_OP_SYNC, by SYNC_STEP_MS, and the session's tick, whose
@@ -22,20 +22,27 @@
  * cost no wait in real time. The timeouts are those of a real session
  * scaled up a hundred times (clt_prog.h), so that the session's own tick,
  * every tenth of its heartbeat timeout in real time, does not come while
- * an input runs. CLT_OP_SYNC ends on the condition (every request
- * confirmed or held) or once nothing moves: the fake server has nothing
- * to do and every frame it sent has been taken by the client (its posts
- * are signalled: the completion comes back once the client's handler
- * ran), then time passed by a step and the tick ran, and again nothing
- * moves.
+ * an input runs. CLT_OP_SYNC runs the loop until nothing moves, then, if
+ * a request is neither confirmed nor held by the server or the opcode
+ * byte says so, moves the clock by a step, runs the tick and the loop
+ * again.
  *
- * The fake server's loop runs on the fuzzer's thread
- * (ibtrs_loop_test_adopt()): the program's server actions are direct
- * calls, and the harness runs the loop (pump()) before each step and
- * while it waits, instead of a hand-off to the loop's thread and back per
- * step. ibtrs_clt_open_opts() and ibtrs_clt_close(), which wait for the
- * server, run on a helper thread (the opener) meanwhile. The client's own
- * threads are the library's, unchanged.
+ * One loop, on the fuzzer's thread, runs the fake server and the session:
+ * the first of the sessions' shared loops (ibtrs_clt_opts.loop_threads
+ * 1), held across inputs (clt_test_hold_loop()) and taken over by this
+ * thread (ibtrs_loop_test_adopt()). The program's server actions and the
+ * client's requests are direct calls, and a frame of one side reaches the
+ * other when the harness runs the loop (pump()), before each step and in
+ * CLT_OP_SYNC: no hand-off between threads while the program runs, no
+ * loop thread made per input, and the order of events is the input's,
+ * not the scheduler's. ibtrs_clt_open_opts() and ibtrs_clt_close(), which
+ * wait for the server, run on a helper thread (the opener) while this one
+ * runs the loop; the client's connector thread is the library's.
+ *
+ * ASan's quarantine is kept small (__asan_default_options()): a use after
+ * free within an input is still found, and the memory a session takes
+ * (receive queues of IBTRS_MAX_QUEUE_DEPTH entries, its registrations) is
+ * used again instead of fresh pages faulted in for every input.
  *
  * The session has a key file or not, as the input's first byte says
  * (clt_prog.h); with a key, the fake server checks the client's proof of
@@ -75,7 +82,6 @@
 #define MAX_CONS 8
 #define SRV_RECVS (CLT_QUEUE_DEPTH * 2 + 16)
 #define WR_SIG 4	/* a signalled post of the fake server */
-#define AWAIT_MS 200	/* real-time bound of a CLT_OP_SYNC */
 #define WAIT_STEP_MS 10 /* a wait in the fake server's loop */
 #define SYNC_STEP_MS (CLT_FAILOVER_MS * 2) /* library time per SYNC */
 
@@ -97,7 +103,6 @@
  * @exact: its conn_rsp went out unbroken: the client's transcript is the
  *         server's
  * @failed: its err() came: no completion is due any more
- * @sig: its signalled posts whose completion has not come
  */
 struct fcon {
 	struct ibtrs_xprt_con *xcon;
@@ -110,7 +115,6 @@ struct fcon {
 	struct ibtrs_work stop;
 	bool exact;
 	bool failed;
-	unsigned int sig;
 };
 
 /**
@@ -147,7 +151,8 @@ static struct fcon fcons[MAX_CONS];
 static struct pending pend[CLT_MAX_PENDING];
 static unsigned int nr_pend;
 static bool have_secret;
-static bool pool_exact; /* INFO_RSP went out unbroken */
+static bool pool_exact;		   /* INFO_RSP went out unbroken */
+static struct ibtrs_conn_rsp told; /* the geometry con 0's conn_rsp gave */
 static uint8_t secret[IBTRS_AUTH_KEY_LEN];
 static uint64_t incarnation;
 
@@ -182,6 +187,17 @@ static struct opener {
 static pthread_t opener_thread;
 static unsigned int submitted, confirmed; /* under conf_lock */
 static char cbuf[CLT_QUEUE_DEPTH][CLT_MAX_IO];
+
+/**
+ * __asan_default_options() - ASan's options of this target, see above
+ *
+ * Return: them.
+ */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "quarantine_size_mb=32";
+}
 
 /**
  * in8() - one byte of the input, from any thread
@@ -247,14 +263,13 @@ static struct fcon *con_of(struct ibtrs_xprt_con *xcon)
 }
 
 /**
- * srv_send() - a SEND of the fake server, signalled (struct fcon @sig)
+ * srv_send() - a SEND of the fake server, signalled
  * @c: the connection
  * @iov: what it sends
  */
 static void srv_send(struct fcon *c, const struct iovec *iov)
 {
-	if (!xops->post_send(c->xcon, iov, 1, WR_SIG, IBTRS_XPRT_SIGNALED))
-		c->sig++;
+	xops->post_send(c->xcon, iov, 1, WR_SIG, IBTRS_XPRT_SIGNALED);
 }
 
 /**
@@ -270,9 +285,8 @@ static void srv_send(struct fcon *c, const struct iovec *iov)
 static void srv_write(struct fcon *c, const struct iovec *iov, uint64_t raddr,
 		      uint32_t rkey, uint32_t imm, unsigned int flags)
 {
-	if (!xops->post_write(c->xcon, iov, iov ? 1 : 0, raddr, rkey, imm,
-			      WR_SIG, flags | IBTRS_XPRT_SIGNALED))
-		c->sig++;
+	xops->post_write(c->xcon, iov, iov ? 1 : 0, raddr, rkey, imm, WR_SIG,
+			 flags | IBTRS_XPRT_SIGNALED);
 }
 
 /**
@@ -433,8 +447,6 @@ static void srv_wc(struct ibtrs_xprt_con *xcon, const struct ibtrs_wc *wc)
 	struct fcon *c = con_of(xcon);
 	unsigned int i;
 
-	if (wc->wr_id == WR_SIG && c->sig)
-		c->sig--;
 	if (wc->status)
 		return;
 	switch (wc->opcode) {
@@ -534,6 +546,9 @@ static void on_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	FUZZ_CHECK(!ibtrs_random(r.nonce, sizeof(r.nonce)));
 	ibtrs_conn_rsp_encode(&m, &r);
 	corrupt(&m, sizeof(m), how);
+	/* A broken conn_rsp may still be a valid one, of another geometry. */
+	if (!cr.cid && ibtrs_conn_rsp_decode(&m, sizeof(m), &told))
+		told = r;
 	if (xops->accept(req, spd, &attr, &m, &c->xcon)) {
 		c->xcon = NULL;
 		return;
@@ -542,7 +557,6 @@ static void on_connreq(void *arg, struct ibtrs_xprt_connreq *req,
 	memcpy(c->ns, r.nonce, sizeof(c->ns));
 	c->exact = !(how & 0x18);
 	c->failed = false;
-	c->sig = 0;
 	c->stop.fn = stop_work;
 	c->xcon->handler = &srv_handler;
 	c->xcon->ctx = c;
@@ -738,50 +752,29 @@ static uint64_t fake_clock(void)
 }
 
 /**
- * quiet() - whether every frame the fake server sent was taken by the
- * client: no signalled post of a live connection waits for its completion
- *
- * Return: true if so.
+ * await() - CLT_OP_SYNC: run the fake server and the session until nothing
+ * moves; then, unless every submitted request is confirmed or held by the
+ * server and @step is false, move the library's clock by a step, run the
+ * session's tick and again until nothing moves. Both run on this thread:
+ * nothing moves any more once the loop has nothing left to do, and the
+ * request held or confirmed, a time out or a heartbeat come where the
+ * input says.
+ * @step: the time passes in any case
  */
-static bool quiet(void)
+static void await(bool step)
 {
-	unsigned int i;
+	bool done;
 
-	for (i = 0; i < MAX_CONS; i++)
-		if (fcons[i].xcon && !fcons[i].failed && fcons[i].sig)
-			return false;
-	return true;
-}
-
-/**
- * await() - wait, bounded, until every submitted request is confirmed or
- * held by the server, running the fake server meanwhile; or until nothing
- * moves, before and after a step of time and a tick of the session
- */
-static void await(void)
-{
-	uint64_t end = ibtrs_real_now_ns() + AWAIT_MS * 1000000ull;
-	bool ticked = false, done;
-
-	for (;;) {
-		pump();
-		pthread_mutex_lock(&conf_lock);
-		done = confirmed + pending_cnt() >= submitted;
-		pthread_mutex_unlock(&conf_lock);
-		if (done || ibtrs_real_now_ns() >= end)
-			break;
-		if (quiet()) {
-			if (ticked)
-				break;
-			/* Only time can move the client now. */
-			atomic_fetch_add(&fake_ns, SYNC_STEP_MS * 1000000ull);
-			ibtrs_loop_call(clt->loop, clt_tick, clt);
-			ticked = true;
-			continue;
-		}
-		/* A confirmation queues @wake; a completion is an event. */
-		ibtrs_loop_test_run(sloop, WAIT_STEP_MS);
-	}
+	pump();
+	pthread_mutex_lock(&conf_lock);
+	done = confirmed + pending_cnt() >= submitted;
+	pthread_mutex_unlock(&conf_lock);
+	if (done && !step)
+		return;
+	/* Only time can move the client now. */
+	atomic_fetch_add(&fake_ns, SYNC_STEP_MS * 1000000ull);
+	ibtrs_loop_call(clt->loop, clt_tick, clt);
+	pump();
 }
 
 /**
@@ -906,7 +899,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	xops = ibtrs_xprt_find("loop");
 	FUZZ_CHECK(xops);
-	FUZZ_CHECK(!ibtrs_loop_create(&sloop, "fuzz-srv", NULL, NULL, 0));
+	/* The fake server's loop is the one the sessions share. */
+	FUZZ_CHECK(!clt_test_hold_loop(true, &sloop));
 	FUZZ_CHECK(!xops->pd_alloc(&spd, 1));
 	FUZZ_CHECK(!xops->mr_alloc(spd, 1, &smr));
 	pool = calloc(CLT_QUEUE_DEPTH, CLT_CHUNK);
@@ -947,6 +941,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ibtrs_attrs attrs;
 	unsigned int step;
 	uint64_t v;
+	uint8_t op;
 	int ret;
 
 	pthread_mutex_lock(&in_lock);
@@ -966,6 +961,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.hb_timeout_ms = CLT_HB_TIMEOUT_MS;
 	o.failover_timeout_ms = CLT_FAILOVER_MS;
 	o.io_cons = 1;
+	o.loop_threads = 1;
 	o.no_control = true;
 	o.tls = IBTRS_TLS_OFF;
 	o.tls_psk_file = keyed ? key_path : NULL;
@@ -974,8 +970,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* -ECOMM: the server dropped the path already. */
 		ret = ibtrs_clt_query(clt, &attrs);
 		FUZZ_CHECK(!ret || ret == -ECOMM);
-		FUZZ_CHECK(attrs.queue_depth == CLT_QUEUE_DEPTH &&
-			   attrs.max_io_size == CLT_MAX_IO);
+		FUZZ_CHECK(attrs.queue_depth == told.queue_depth &&
+			   attrs.max_io_size == told.max_io_size);
 		for (step = 0; step < CLT_MAX_STEPS; step++) {
 			pthread_mutex_lock(&in_lock);
 			if (!input.n) {
@@ -984,7 +980,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			pthread_mutex_unlock(&in_lock);
 			pump(); /* what the client sent so far */
-			switch (in8() % CLT_OP_NR) {
+			op = in8();
+			switch (op % CLT_OP_NR) {
 			case CLT_OP_REQ:
 				op_req();
 				break;
@@ -1007,7 +1004,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				do_disc((void *)(uintptr_t)in8());
 				break;
 			default:
-				await();
+				await(op / CLT_OP_NR & 1);
 				break;
 			}
 		}

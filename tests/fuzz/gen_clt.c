@@ -79,6 +79,7 @@ static void answer(struct prog *p, unsigned int a, uint32_t raw)
 void gen_clt(void)
 {
 	struct prog p;
+	unsigned int i;
 
 	handshake(&p, 1);
 	req(&p, 8 << 2, 512);	   /* WRITE, 8 bytes of user message */
@@ -117,6 +118,16 @@ void gen_clt(void)
 	req(&p, 0, 64);
 	put(&p, CLT_OP_SYNC);
 	gen_write("clt", "disconnect", p.b, p.n);
+
+	/* Requests held while time passes: heartbeats, then their end. */
+	handshake(&p, 1);
+	req(&p, 0, 64);
+	req(&p, 1, 64);
+	for (i = 0; i < 7; i++)
+		put(&p, CLT_OP_SYNC + CLT_OP_NR); /* the time passes */
+	answer(&p, 0, 0);
+	put(&p, CLT_OP_SYNC);
+	gen_write("clt", "held-while-time-passes", p.b, p.n);
 
 	/* Answers broken in one place: a refusal, a byte, a short one. */
 	p.n = 0;

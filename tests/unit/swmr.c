@@ -114,6 +114,48 @@ static void check_basic(void)
 	swmr_pd_free(pd);
 }
 
+/* The slot of @mr in its pd: the low bits of its key, once mapped. */
+static unsigned int slot_of(struct ibtrs_xprt_mr *mr)
+{
+	CHECK_EQ(swmr_mr_map(mr, lay_a, 1), 0);
+	return mr->key & 0xffff;
+}
+
+/*
+ * A registration takes the lowest free slot (the pd keeps a hint of it,
+ * so that a session's queue depth of registrations is not quadratic):
+ * the slots freed below the hint are found again, a full table says so.
+ */
+static void check_slots(void)
+{
+	struct ibtrs_xprt_pd *pd;
+	struct ibtrs_xprt_mr *mr[4], *extra;
+	unsigned int i;
+
+	CHECK_EQ(swmr_pd_alloc(&pd, 4), 0);
+	for (i = 0; i < 4; i++) {
+		CHECK_EQ(swmr_mr_alloc(pd, 1, &mr[i]), 0);
+		CHECK_EQ(slot_of(mr[i]), i);
+	}
+	CHECK_EQ(swmr_mr_alloc(pd, 1, &extra), -ENOSPC);
+	swmr_mr_free(mr[2]);
+	swmr_mr_free(mr[1]);
+	CHECK_EQ(swmr_mr_alloc(pd, 1, &mr[1]), 0);
+	CHECK_EQ(slot_of(mr[1]), 1);
+	CHECK_EQ(swmr_mr_alloc(pd, 1, &mr[2]), 0);
+	CHECK_EQ(slot_of(mr[2]), 2);
+	CHECK_EQ(swmr_mr_alloc(pd, 1, &extra), -ENOSPC);
+	swmr_mr_free(mr[0]);
+	swmr_mr_free(mr[3]);
+	CHECK_EQ(swmr_mr_alloc(pd, 1, &mr[0]), 0);
+	CHECK_EQ(slot_of(mr[0]), 0);
+	CHECK_EQ(swmr_mr_alloc(pd, 1, &mr[3]), 0);
+	CHECK_EQ(slot_of(mr[3]), 3);
+	for (i = 0; i < 4; i++)
+		swmr_mr_free(mr[i]);
+	swmr_pd_free(pd);
+}
+
 /*
  * The layout of a mapping follows from its key: B for an odd generation
  * (key >> 16), A for an even one. Generations go up by one per map, 0
@@ -244,6 +286,7 @@ int main(void)
 	t_watchdog(60);
 	layouts_init();
 	check_basic();
+	check_slots();
 	check_race();
 	check_random_keys();
 	printf("swmr: ok\n");
