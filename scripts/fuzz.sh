@@ -20,7 +20,8 @@
 # starts from the inputs of the earlier ones. Every run is appended to
 # FUZZ_BUILD_DIR/fuzz-runs.tsv (date, target, executions, edges, seconds,
 # result), whose totals per target end the table. The exit status is 1
-# when a target found something.
+# when a target found something. A target stopped by SIGINT (libFuzzer's
+# exit status 72) counts its executions so far, as "interrupted".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -100,7 +101,11 @@ for t in $targets; do
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
 	corp=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$last")
 	result=ok
-	if [ "$rc" != 0 ]; then
+	# 72: libFuzzer's exit after SIGINT (-interrupt_exit_code), with its
+	# final stats: the executions so far count, and nothing was found.
+	if [ "$rc" = 72 ]; then
+		result=interrupted
+	elif [ "$rc" != 0 ]; then
 		result="FOUND (rc $rc): $(ls "$dir/fuzz-findings/$t" | head -1)"
 		found=1
 	fi
