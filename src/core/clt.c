@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "log.h"
 
 /* Fill entry @to of the table; write side open. */

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "clt.h"
+#include "clt_int.h"
 
 /* Longest delay of "fault ... delay MS", milliseconds. */
 #define CLT_CTL_MAX_FAULT_ARG 600000

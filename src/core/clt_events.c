@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "log.h"
 
 void clt_event(struct ibtrs_clt *sess, int path, const char *fmt, ...)

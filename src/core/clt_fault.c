@@ -3,13 +3,13 @@
  * clt_fault.c - fault injection into client paths, for testing: the
  * faults planned from IBTRS_FAULT, their tick, ibtrs_clt_inject_fault()
  * (<ibtrs_fault.h>) and the one hook the I/O path asks, clt_fault_hit()
- * (clt.h). A path holds at most one fault, set here on the loop thread.
+ * (clt_int.h). A path holds at most one fault, set here on the loop thread.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clt.h"
+#include "clt_int.h"
 
 /* Loop thread: set the fault of @path, or fail it now for CLOSE. */
 static void apply_fault(struct ibtrs_clt *sess, struct clt_path *path,

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "auth.h"
-#include "clt.h"
+#include "clt_int.h"
 #include "log.h"
 
 /* ------------------------------------------------------------------ */

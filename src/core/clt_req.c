@@ -10,7 +10,7 @@
  * server can tell a replay from a new request (docs/protocol.md).
  *
  * Of a path this file reads only its state, connections, remote buffers
- * and counters (clt.h), and asks the fault hook; it chooses the path of a
+ * and counters (clt_int.h), and asks the fault hook; it chooses the path of a
  * request itself (clt_select_path()). The path lifecycle (clt_path.c)
  * calls in here, never the other way.
  */
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "log.h"
 
 #define RS(x) (1u << CLT_REQ_##x)

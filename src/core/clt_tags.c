@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "log.h"
 
 static inline struct ibtrs_tag *tag_at(struct ibtrs_clt *sess, uint32_t i)

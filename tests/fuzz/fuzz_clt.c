@@ -67,7 +67,7 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "clt.h"
+#include "clt_int.h"
 #include "fuzz.h"
 #include "ibtrs.h"
 #include "keyring.h"

@@ -21,7 +21,7 @@
  * the right key connects and the server names its identity; a server
  * without the client's key (an impostor) is refused by the client.
  */
-#include "clt.h"
+#include "clt_int.h"
 #include "hostile.h"
 #include "keys.h"
 

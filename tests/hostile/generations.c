@@ -16,7 +16,7 @@
  *   core refuses (message level), a generation outside the window (the
  *   request alone is refused), a bad connection request.
  */
-#include "clt.h"
+#include "clt_int.h"
 #include "srv.h"
 
 #include "hostile.h"

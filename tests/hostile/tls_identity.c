@@ -24,7 +24,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "harness.h"
 #include "keys.h"
 #include "proto.h"

@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "proto.h"
 #include "test.h"
 

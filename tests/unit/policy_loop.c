@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "loop.h"
 #include "loop/loop_xprt.h"
 #include "path.h"

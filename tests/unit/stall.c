@@ -12,7 +12,7 @@
 
 #include <ibtrs_fault.h>
 
-#include "clt.h"
+#include "clt_int.h"
 #include "harness.h"
 
 static struct h_srv srv;

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * clt.h - client objects shared by clt.c (sessions, tags), clt_req.c
+ * clt_int.h - client objects shared by clt.c (sessions, their tick),
+ * clt_tags.c (geometry, tags), clt_events.c (the event log), clt_req.c
  * (requests, clt_req.h), clt_path.c (paths: connect, failure, failover,
- * reconnect, heartbeats, statistics) and clt_fault.c (fault injection, for
- * testing).
+ * reconnect, heartbeats, statistics), clt_fault.c (fault injection, for
+ * testing) and clt_ctl.c (the control socket). Calls run one way: clt.c
+ * and clt_fault.c call into clt_path.c, which calls into clt_tags.c, which
+ * calls into clt_req.c; all of them report to clt_events.c.
  *
  * Threads: the caller's threads submit; the session's loop thread (its
  * own, or one of the process's shared client loops: loop_threads) receives,
@@ -13,8 +16,8 @@
  * under the same lock held for writing, so no request slips onto a path going
  * down.
  */
-#ifndef IBTRS_CLT_H
-#define IBTRS_CLT_H
+#ifndef IBTRS_CLT_INT_H
+#define IBTRS_CLT_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -416,4 +419,4 @@ static inline const char *path_name(const struct clt_path *path)
 	return path->name;
 }
 
-#endif /* IBTRS_CLT_H */
+#endif /* IBTRS_CLT_INT_H */
