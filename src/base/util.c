@@ -84,3 +84,14 @@ int ibtrs_wait_fd(int fd, short events, uint64_t deadline_ns)
 			return 0;
 	}
 }
+
+void ibtrs_deadline_in(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ibtrs.h"
 
@@ -54,5 +55,9 @@ static inline void ibtrs_counter_add(_Atomic uint64_t *c, uint64_t v)
  * blocking steps of a connect (the tcp hello, the TLS handshake).
  */
 int ibtrs_wait_fd(int fd, short events, uint64_t deadline_ns);
+
+/* Set @ts to @ms milliseconds from now, for pthread_cond_timedwait() on a
+ * condition of the default clock (CLOCK_REALTIME). */
+void ibtrs_deadline_in(struct timespec *ts, unsigned int ms);
 
 #endif /* IBTRS_BASE_UTIL_H */

@@ -388,13 +388,7 @@ static void sess_wait_closed(struct ibtrs_clt *sess)
 	struct timespec ts;
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += CLT_CLOSE_WAIT_MS / 1000;
-	ts.tv_nsec += (long)(CLT_CLOSE_WAIT_MS % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ibtrs_deadline_in(&ts, CLT_CLOSE_WAIT_MS);
 	pthread_mutex_lock(&sess->conn_lock);
 	while (!ret && sess_any_up(sess))
 		ret = pthread_cond_timedwait(&sess->closed_cond,

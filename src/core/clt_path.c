@@ -466,18 +466,6 @@ static const char *refusal_hint(int err)
 	}
 }
 
-/* The deadline @ms from now, for pthread_cond_timedwait(). */
-static void deadline_in(struct timespec *ts, unsigned int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 /*
  * Wait for AUTH_RSP on @con (or a failure of the path's connections).
  * Return: 0 with the answer in @con->auth_buf, or a negative errno.
@@ -488,7 +476,7 @@ static int con_wait_auth(struct clt_con *con)
 	struct timespec ts;
 	int ret = 0;
 
-	deadline_in(&ts, path->sess->connect_timeout_ms);
+	ibtrs_deadline_in(&ts, path->sess->connect_timeout_ms);
 	pthread_mutex_lock(&path->info_lock);
 	while (!con->auth_status && path->info_status >= 0 && !ret)
 		ret = -pthread_cond_timedwait(&path->info_cond,
@@ -809,13 +797,7 @@ static int path_handshake(struct clt_path *path)
 	ret = sess->ops->post_send(path->cons[0].xcon, &iov, 1, 0, 0);
 	if (ret)
 		goto fail;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += sess->connect_timeout_ms / 1000;
-	ts.tv_nsec += (long)(sess->connect_timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ibtrs_deadline_in(&ts, sess->connect_timeout_ms);
 	pthread_mutex_lock(&path->info_lock);
 	while (!path->info_status && !ret)
 		ret = -pthread_cond_timedwait(&path->info_cond,
