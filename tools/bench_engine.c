@@ -690,6 +690,24 @@ static struct bench_req *bench_take_slot(struct bench_thread *t)
 	return req;
 }
 
+/* A condition whose timed waits take CLOCK_MONOTONIC (tool_now_ns()). */
+static void bench_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* @ns of tool_now_ns() as the deadline of a bench_cond_init() wait. */
+static struct timespec bench_ts(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+				  .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
 /**
  * bench_drain() - wait until the requests of a thread completed
  * @t: the thread
@@ -709,7 +727,6 @@ static void bench_drain(struct bench_thread *t)
 	pthread_mutex_lock(&t->lock);
 	last = t->inflight;
 	while (t->inflight && now < deadline) {
-		uint64_t until = deadline;
 		struct timespec ts;
 
 		if (!sig && __atomic_load_n(&t->b->signal, __ATOMIC_RELAXED)) {
@@ -718,12 +735,9 @@ static void bench_drain(struct bench_thread *t)
 				deadline = now + BENCH_SIG_DRAIN_NS;
 		}
 		/* Slices: a signal or a stall is seen within one. */
-		if (until > now + BENCH_SIG_IDLE_NS)
-			until = now + BENCH_SIG_IDLE_NS;
-		if (until > deadline)
-			until = deadline;
-		ts.tv_sec = (time_t)(until / 1000000000ull);
-		ts.tv_nsec = (long)(until % 1000000000ull);
+		ts = bench_ts(deadline < now + BENCH_SIG_IDLE_NS
+				      ? deadline
+				      : now + BENCH_SIG_IDLE_NS);
 		if (pthread_cond_timedwait(&t->cond, &t->lock, &ts) ==
 		    ETIMEDOUT) {
 			if (sig && t->inflight == last)
@@ -1033,7 +1047,7 @@ static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
 		return ret;
 	}
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	bench_cond_init(&s->cond);
 	s->msg.len = htole32(sizeof(s->st));
 	s->msg.flags = htole32(TOOL_BLK_STATS);
 	vec = (struct iovec){ &s->msg, sizeof(s->msg) };
@@ -1058,12 +1072,7 @@ static int bench_srv_cpu(struct bench *b, uint64_t *user_us, uint64_t *sys_us)
 		}
 		/* The answer wakes this at once; between slices a look for
 		 * SIGINT or SIGTERM, which this thread takes by waiting. */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)BENCH_SRV_CPU_SLICE_NS;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = bench_ts(now + BENCH_SRV_CPU_SLICE_NS);
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) ==
 			    ETIMEDOUT &&
 		    !s->done) {
@@ -1113,7 +1122,6 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 			     unsigned int idx, uint64_t blks_per_thread,
 			     unsigned int qd)
 {
-	pthread_condattr_t ca;
 	unsigned int i;
 	uint64_t rng;
 
@@ -1129,10 +1137,7 @@ static int bench_thread_init(struct bench *b, struct bench_thread *t,
 	hist_init(&t->hist);
 	hist_init(&t->tick_prev);
 	pthread_mutex_init(&t->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&t->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	bench_cond_init(&t->cond);
 
 	t->reqs = calloc(qd, sizeof(*t->reqs));
 	if (!t->reqs)
