@@ -59,15 +59,13 @@ static int fuzz_x25519(uint8_t out[IBTRS_AUTH_KEY_LEN],
 		       const uint8_t pub[IBTRS_AUTH_KEY_LEN]);
 static int fuzz_random(void *buf, size_t len);
 static ssize_t fuzz_getrandom(void *buf, size_t len, unsigned int flags);
-static void fuzz_wipe(void *p, size_t len);
 
-/* The server's key pair, X25519, random bytes and wipes: see fuzz_x25519()
+/* The server's key pair, X25519 and random bytes: see fuzz_x25519()
  * and fuzz_random() below. */
 #define ibtrs_auth_keypair fuzz_keypair
 #define ibtrs_auth_x25519 fuzz_x25519
 #define ibtrs_random fuzz_random
 #define getrandom fuzz_getrandom
-#define ibtrs_wipe fuzz_wipe
 #include "../../src/core/srv_hs.c"
 #include "../../src/core/srv_limits.c"
 #include "../../src/core/srv_req.c"
@@ -77,7 +75,6 @@ static void fuzz_wipe(void *p, size_t len);
 #undef ibtrs_auth_x25519
 #undef ibtrs_random
 #undef getrandom
-#undef ibtrs_wipe
 
 static int connect_wait(pthread_cond_t *cond, pthread_mutex_t *lock,
 			const struct timespec *deadline);
@@ -365,19 +362,6 @@ static ssize_t fuzz_getrandom(void *buf, size_t len, unsigned int flags)
 	(void)flags;
 	fuzz_random(buf, len);
 	return (ssize_t)len;
-}
-
-/**
- * fuzz_wipe() - the server's ibtrs_wipe(): a memset the compiler keeps,
- * instead of a byte loop whose every step the coverage instrumentation
- * counts
- * @p: what to wipe
- * @len: its length
- */
-static void fuzz_wipe(void *p, size_t len)
-{
-	memset(p, 0, len);
-	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
 /*
