@@ -105,11 +105,12 @@ run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # netns/gray every time (docs/design.md, section 10, "Progress thread and
 # load"); the providers test (in every func run) checks the refusal, and
 # runs verified sessions and a failed path on it with
-# IBTRS_OFI_ALLOW_UNFIT=1 as on every provider that works. The hostile tests are not among them: their raw
-# sockets speak the tcp backend's framing by hand, so they run on the tcp
-# backend whatever IBTRS_BACKEND says, and do so in every build's plain
-# ctest run above and below. A test that cannot run on a provider says
-# why in its skip message (docs/design.md, section 10, lists them).
+# IBTRS_OFI_ALLOW_UNFIT=1 as on every provider that works. The hostile
+# tests are not among them: their raw sockets speak the tcp backend's
+# framing by hand, so they run on the tcp backend whatever IBTRS_BACKEND
+# says, and do so in every build's plain ctest run above and below. A
+# test that cannot run on a provider says why in its skip message
+# (docs/design.md, section 10, lists them).
 if grep -q "^LIBFABRIC_FOUND:INTERNAL=1" build-test-release/CMakeCache.txt 2>/dev/null; then
 	for prov in tcp net; do
 		if ! build-test-release/tests/func_providers --works "$prov" >/dev/null 2>&1; then

@@ -623,16 +623,14 @@ static const struct {
 	 * fi_shutdown() closes again (sock_ep_cm_shutdown()). Either way
 	 * the number, reused meanwhile, is another object's: a loop's epoll
 	 * fd closed so stopped every session of that loop. */
-	/* Its progress thread (one per domain) also spins for
+	/* Its progress thread (one per domain) polls every endpoint for as
+	 * long as a write awaits its acknowledgement, which every RMA write
+	 * does (sock_pe_wait_ok()): on a loaded host its sessions miss
+	 * heartbeats, connects time out and a demoted path's probes never
+	 * look healthy (docs/design.md, section 10). It also spins for
 	 * FI_SOCKETS_PE_WAITTIME ms (10) after each wake-up, a heartbeat's
-	 * included: with a few hundred idle connections it never slept,
-	 * and on a loaded host the connections of a whole process missed
-	 * their heartbeats at once (func/sessions). */
-	/* And it polls every endpoint for as long as a write awaits its
-	 * acknowledgement, which every RMA write does (sock_pe_wait_ok()):
-	 * on a loaded host its sessions miss heartbeats, connects time out
-	 * and a demoted path's probes never look healthy (docs/design.md,
-	 * section 10). */
+	 * included, which for a run allowed anyway is turned off: with a
+	 * few hundred idle connections it never slept. */
 	{ "sockets", OFI_Q_NO_SHUTDOWN | OFI_Q_PE_SPIN | OFI_Q_POLLS },
 };
 
